@@ -1,0 +1,85 @@
+"""Frozen dataclasses and aliases shared by every layer."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TypeAlias
+
+__all__ = [
+    "ContextPair",
+    "InitContext",
+    "JSONDict",
+    "Message",
+    "ToolSchema",
+]
+
+JSONDict: TypeAlias = dict[str, Any]
+"""A JSON object as Python sees it."""
+
+ToolSchema: TypeAlias = dict[str, Any]
+"""An OpenAI function schema: ``{"name", "description", "parameters"}``."""
+
+Message: TypeAlias = dict[str, Any]
+"""An OpenAI-style chat message: ``{"role": ..., "content": ...}``."""
+
+ContextPair: TypeAlias = tuple[str, str]
+"""A ``(label, text)`` pair of recalled context from one provider."""
+
+
+@dataclass(frozen=True)
+class InitContext:
+    """The documented keyword arguments that ``MemoryProvider.initialize`` receives.
+
+    ``to_kwargs()`` produces the dict handed to providers. ``hermes_home`` is always set
+    to the same value as ``home`` so providers written for Hermes find their storage root.
+
+    Attributes:
+        home: profile-scoped home directory; providers must keep their data under it.
+        platform: where the agent runs: ``cli``, ``api``, ``mcp``, ``telegram``, ...
+        user_id: the end user the session belongs to (multi-tenant scoping).
+        agent_identity: the agent profile / persona name.
+        agent_workspace: the agent's working directory, if any.
+        parent_session_id: the session this one continues (compression, branch).
+        session_title: a human-readable session label.
+        chat_id / chat_type / thread_id: gateway chat coordinates.
+        gateway_session_key: the gateway's own key for the conversation.
+        agent_context: ``primary`` (default), ``subagent``, ``cron`` or ``flush``;
+            providers should skip writes for non-primary contexts.
+        extra: any other keyword arguments, passed through unchanged.
+    """
+
+    home: Path | None = None
+    platform: str = "cli"
+    user_id: str = ""
+    agent_identity: str = ""
+    agent_workspace: str = ""
+    parent_session_id: str = ""
+    session_title: str = ""
+    chat_id: str = ""
+    chat_type: str = ""
+    thread_id: str = ""
+    gateway_session_key: str = ""
+    agent_context: str = "primary"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_kwargs(self) -> dict[str, Any]:
+        """Return the kwargs for ``initialize``: every field, ``home`` as str, plus ``hermes_home``."""
+        values = asdict(self)
+        extra = values.pop("extra")
+        home = values.pop("home")
+        kwargs: dict[str, Any] = {k: v for k, v in values.items()}
+        if home is not None:
+            kwargs["home"] = str(home)
+            kwargs["hermes_home"] = str(home)
+        kwargs.update(extra)
+        return kwargs
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> InitContext:
+        """Build from ``initialize`` kwargs; ``hermes_home`` is accepted as an alias of ``home``."""
+        known = {f for f in cls.__dataclass_fields__ if f not in ("extra", "home")}
+        home_value = kwargs.pop("home", None) or kwargs.pop("hermes_home", None)
+        kwargs.pop("hermes_home", None)
+        fields = {k: kwargs.pop(k) for k in list(kwargs) if k in known}
+        return cls(home=Path(home_value) if home_value else None, extra=kwargs, **fields)
