@@ -29,12 +29,34 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from memoryport.types import Message, ToolSchema
 
-__all__ = ["ConfigField", "MemoryProvider", "validate_config"]
+__all__ = [
+    "ConfigField",
+    "MemoryProvider",
+    "MemoryWriteListener",
+    "MemoryWriteSource",
+    "validate_config",
+]
+
+MemoryWriteListener = Callable[[str, str, str, dict[str, Any]], None]
+"""``listener(action, target, content, metadata)``: called after a successful curated write."""
+
+
+@runtime_checkable
+class MemoryWriteSource(Protocol):
+    """Optional capability: a provider that owns curated memory and reports its writes.
+
+    At registration the manager hands such a provider a listener; the provider calls it
+    after every successful add/replace/remove, and the manager mirrors the write to every
+    *other* provider's ``on_memory_write`` (never back to the writer).
+    """
+
+    def set_memory_write_listener(self, listener: MemoryWriteListener) -> None:
+        """Receive the callback to call after each successful write."""
 
 
 class ConfigField(TypedDict, total=False):
