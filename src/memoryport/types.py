@@ -64,7 +64,7 @@ class InitContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_kwargs(self) -> dict[str, Any]:
-        """Return the kwargs for ``initialize``: every field, ``home`` as str, plus ``hermes_home``."""
+        """Return the ``initialize`` kwargs: every field, ``home`` as str, plus ``hermes_home``."""
         values = asdict(self)
         extra = values.pop("extra")
         home = values.pop("home")
