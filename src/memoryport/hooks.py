@@ -1,0 +1,159 @@
+"""Registration-time inspection of a provider's hooks.
+
+When a provider is registered, the manager asks this module once which hooks the provider
+overrides, whether each is ``async def``, and how to call it: older Hermes providers use
+narrower signatures (``on_memory_write(action, target, content)``, ``sync_turn(user,
+assistant)`` without ``**kwargs``) and the manager must not break them. Each hook becomes a
+``BoundHook`` whose ``call`` passes only what the function accepts (pluggy's subset-of-
+arguments idea), so no signature is inspected per call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from memoryport.provider import MemoryProvider
+
+__all__ = ["HOOKS", "BoundHook", "HookSpec", "ProviderProfile", "inspect_provider"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """The canonical call shape of one hook: leading positional names, then keywords."""
+
+    name: str
+    positional: tuple[str, ...]
+    keywords: tuple[str, ...] = ()
+
+
+HOOKS: dict[str, HookSpec] = {
+    spec.name: spec
+    for spec in (
+        HookSpec("is_available", ()),
+        HookSpec("initialize", ("session_id",)),
+        HookSpec("get_tool_schemas", ()),
+        HookSpec("handle_tool_call", ("tool_name", "args")),
+        HookSpec("system_prompt_block", ()),
+        HookSpec("prefetch", ("query",), ("session_id",)),
+        HookSpec("queue_prefetch", ("query",), ("session_id",)),
+        HookSpec("sync_turn", ("user_content", "assistant_content"), ("session_id", "messages")),
+        HookSpec("on_turn_start", ("turn_number", "message")),
+        HookSpec("on_session_end", ("messages",)),
+        HookSpec(
+            "on_session_switch",
+            ("new_session_id",),
+            ("parent_session_id", "reset", "reason"),
+        ),
+        HookSpec("on_pre_compress", ("messages",)),
+        HookSpec("on_memory_write", ("action", "target", "content", "metadata")),
+        HookSpec("on_delegation", ("task", "result"), ("child_session_id",)),
+        HookSpec("shutdown", ()),
+    )
+}
+
+_POSITIONAL_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+@dataclass(frozen=True)
+class BoundHook:
+    """One provider hook, inspected once. ``call(*args, **kwargs)`` adapts to its signature.
+
+    Attributes:
+        name: the hook name.
+        overridden: False when the provider inherits the base class no-op (or lacks the hook).
+        is_async: True when the hook is ``async def``; ``call`` then returns a coroutine.
+        n_positional: how many of the canonical positional arguments the function takes.
+        keywords: keyword names it accepts (``None`` means any, through ``**kwargs``).
+    """
+
+    name: str
+    function: Callable[..., Any] | None
+    overridden: bool
+    is_async: bool
+    n_positional: int
+    keywords: frozenset[str] | None
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the hook with the canonical arguments, dropping what it does not accept."""
+        if self.function is None:
+            return None
+        spec = HOOKS[self.name]
+        positional = args[: self.n_positional]
+        for extra_name, extra_value in zip(
+            spec.positional[self.n_positional :], args[self.n_positional :], strict=False
+        ):
+            kwargs.setdefault(extra_name, extra_value)
+        if self.keywords is not None:
+            kwargs = {k: v for k, v in kwargs.items() if k in self.keywords}
+        return self.function(*positional, **kwargs)
+
+
+@dataclass(frozen=True)
+class ProviderProfile:
+    """What the manager learned about a provider when it was registered."""
+
+    name: str
+    hooks: dict[str, BoundHook]
+
+    def overrides(self, hook: str) -> bool:
+        """True when the provider implements ``hook`` itself."""
+        bound = self.hooks.get(hook)
+        return bool(bound and bound.overridden)
+
+    @property
+    def async_hooks(self) -> list[str]:
+        """Names of the hooks written as ``async def``."""
+        return [name for name, hook in self.hooks.items() if hook.is_async]
+
+
+def _is_overridden(provider: Any, hook: str) -> bool:
+    if not isinstance(provider, MemoryProvider):
+        return True
+    base = getattr(MemoryProvider, hook, None)
+    own = getattr(type(provider), hook, None)
+    return own is not base
+
+
+def _bind(provider: Any, hook: str) -> BoundHook:
+    function = getattr(provider, hook, None)
+    if function is None or not callable(function):
+        return BoundHook(hook, None, False, False, 0, frozenset())
+    spec = HOOKS[hook]
+    try:
+        params = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        log.debug("cannot inspect %s.%s; passing every argument", type(provider).__name__, hook)
+        return BoundHook(
+            hook, function, _is_overridden(provider, hook), False, len(spec.positional), None
+        )
+    var_positional = any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params)
+    var_keyword = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params)
+    positional_params = [p for p in params if p.kind in _POSITIONAL_KINDS]
+    n_positional = (
+        len(spec.positional)
+        if var_positional
+        else min(len(spec.positional), len(positional_params))
+    )
+    keywords: frozenset[str] | None = (
+        None if var_keyword else frozenset(p.name for p in params if p.kind in _KEYWORD_KINDS)
+    )
+    return BoundHook(
+        name=hook,
+        function=function,
+        overridden=_is_overridden(provider, hook),
+        is_async=inspect.iscoroutinefunction(function),
+        n_positional=n_positional,
+        keywords=keywords,
+    )
+
+
+def inspect_provider(provider: Any, name: str) -> ProviderProfile:
+    """Inspect every hook of ``provider`` once and return its profile."""
+    return ProviderProfile(name=name, hooks={hook: _bind(provider, hook) for hook in HOOKS})

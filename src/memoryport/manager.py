@@ -1,0 +1,665 @@
+"""``MemoryManager``: runs the provider lifecycle under an enforced threading contract.
+
+The manager knows ``provider.py``, ``hooks.py`` and the worker threads; it never knows a
+concrete provider or any storage. Whatever a provider does (hang, sleep, raise, return
+junk), the caller gets its answer within the hook's deadline and never sees an exception:
+
+- ``prefetch_all``: providers in parallel, one deadline per turn; a late result is
+  discarded; after ``breaker_threshold`` consecutive misses a provider is skipped for a
+  cool-down instead of costing every turn the deadline.
+- ``sync_all``, ``queue_prefetch_all``, ``on_memory_write``, ``on_delegation``,
+  ``on_session_end``, ``on_session_switch``: never block; each provider has an ordered,
+  bounded background queue, drained by ``shutdown_all`` so a normal exit loses nothing.
+- ``on_pre_compress``: blocking, parallel, joined with its own deadline.
+- ``shutdown_all``: drain, then ``shutdown()`` in reverse registration order with a
+  per-provider deadline; idempotent; registered with ``atexit`` through a weakref.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import functools
+import json
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
+
+from memoryport._builtin import is_builtin
+from memoryport._workers import BackgroundQueue, Lane, LoopThread, resolve
+from memoryport.health import CircuitBreaker, ProviderHealth
+from memoryport.hooks import ProviderProfile, inspect_provider
+from memoryport.provider import MemoryWriteSource
+from memoryport.types import ContextPair, Message, ToolSchema
+
+__all__ = ["ManagerSettings", "MemoryManager"]
+
+log = logging.getLogger("memoryport.manager")
+
+RESERVED_TOOL_NAMES = frozenset({"memory", "session_search", "delegate_task"})
+"""Tool names only the library's built-in providers and agent loop may register."""
+
+RESERVED_PROVIDER_NAMES = frozenset({"builtin", "sessions"})
+"""Provider names only the library's own built-in provider objects may use."""
+
+MAX_RESULT_CHARS = 262_144
+"""Provider text results are cut to this size before any further processing."""
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class ManagerSettings:
+    """Deadlines and limits of the threading contract (seconds unless named otherwise)."""
+
+    prefetch_deadline_s: float = 5.0
+    pre_compress_deadline_s: float = 120.0
+    shutdown_deadline_s: float = 15.0
+    tool_deadline_s: float = 60.0
+    init_deadline_s: float = 30.0
+    max_external_providers: int = 1
+    breaker_threshold: int = 3
+    breaker_cooldown_s: float = 30.0
+    queue_maxsize: int = 10_000
+
+
+@dataclass
+class _Slot:
+    """A registered provider with its profile, threads and counters."""
+
+    provider: Any
+    name: str
+    builtin: bool
+    profile: ProviderProfile
+    lane: Lane
+    queue: BackgroundQueue
+    health: ProviderHealth
+    initialized: bool = False
+    missed_streak_logged: bool = False
+
+
+def _coerce_text(value: Any, what: str) -> str:
+    """Turn a provider's text result into ``str``; raise TypeError for unusable types."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes | bytearray):
+        value = bytes(value).decode("utf-8", errors="replace")
+    if not isinstance(value, str):
+        raise TypeError(f"{what} returned {type(value).__name__}, expected str")
+    return value[:MAX_RESULT_CHARS]
+
+
+def _timed(
+    loop_getter: Callable[[], LoopThread | None], fn: Callable[..., Any], *args: Any, **kwargs: Any
+) -> tuple[Any, float]:
+    """Call ``fn`` (running a coroutine result on the loop) and return ``(result, seconds)``."""
+    started = time.perf_counter()
+    result = resolve(fn(*args, **kwargs), loop_getter())
+    return result, time.perf_counter() - started
+
+
+def _error_json(message: str) -> str:
+    return json.dumps({"error": message})
+
+
+def _shutdown_at_exit(ref: weakref.ref[MemoryManager]) -> None:
+    manager = ref()
+    if manager is not None:
+        manager.shutdown_all()
+
+
+class MemoryManager:
+    """Registers providers and dispatches lifecycle hooks to them (Hermes' method names)."""
+
+    def __init__(self, settings: ManagerSettings | None = None) -> None:
+        self.settings = settings or ManagerSettings()
+        self._slots: list[_Slot] = []
+        self._lock = threading.RLock()
+        self._loop: LoopThread | None = None
+        self._tools: dict[str, _Slot] | None = None
+        self._schemas: list[ToolSchema] = []
+        self._session_id = ""
+        self._shutdown = False
+        self._turn_marks: dict[str, float] = {}
+        self._get_loop = self._loop_getter()
+        atexit.register(_shutdown_at_exit, weakref.ref(self))
+
+    # ------------------------------------------------------------------ registration
+    @property
+    def providers(self) -> list[Any]:
+        """The registered providers, in registration order."""
+        return [slot.provider for slot in self._slots]
+
+    @property
+    def session_id(self) -> str:
+        """The current session id (from ``initialize_all`` / ``on_session_switch``)."""
+        return self._session_id
+
+    def get_provider(self, name: str) -> Any | None:
+        """The registered provider called ``name``, or None."""
+        return next((s.provider for s in self._slots if s.name == name), None)
+
+    def add_provider(self, provider: Any) -> bool:
+        """Register ``provider``; returns False (with a warning) when it is rejected.
+
+        Rejected: a name that is empty or already taken, a reserved name used by an object
+        memoryport did not create, more than ``max_external_providers`` external providers,
+        or a provider whose ``is_available()`` is False or raises. Never raises.
+        """
+        try:
+            name = provider.name
+        except Exception as exc:
+            log.warning("rejected provider %r: reading .name raised %s", provider, exc)
+            return False
+        if not isinstance(name, str) or not name.strip():
+            log.warning("rejected provider %r: name must be a non-empty string", provider)
+            return False
+        builtin = is_builtin(provider)
+        with self._lock:
+            problem = self._registration_problem(name, builtin)
+            if problem:
+                log.warning("rejected memory provider %r: %s", name, problem)
+                return False
+            if not self._check_available(provider, name):
+                return False
+            self._slots.append(self._make_slot(provider, name, builtin))
+            self._tools = None
+        if isinstance(provider, MemoryWriteSource):
+            provider.set_memory_write_listener(functools.partial(self._mirror_write, provider))
+        return True
+
+    def _registration_problem(self, name: str, builtin: bool) -> str:
+        if self._shutdown:
+            return "the manager has been shut down"
+        if any(slot.name == name for slot in self._slots):
+            return "a provider with this name is already registered"
+        if not builtin and name in RESERVED_PROVIDER_NAMES:
+            return f"the name {name!r} is reserved for memoryport's built-in providers"
+        external = sum(1 for slot in self._slots if not slot.builtin)
+        if not builtin and external >= self.settings.max_external_providers:
+            limit = self.settings.max_external_providers
+            return (
+                f"at most {limit} external provider(s) may be active "
+                "(raise memory.max_external_providers to allow more)"
+            )
+        return ""
+
+    def _check_available(self, provider: Any, name: str) -> bool:
+        try:
+            available = self._run_with_deadline(
+                provider.is_available, self.settings.init_deadline_s
+            )
+        except Exception as exc:
+            log.warning("provider %r dropped: is_available() failed: %s", name, exc)
+            return False
+        if not available:
+            log.warning("provider %r is not available (missing config or dependency)", name)
+            return False
+        return True
+
+    def _make_slot(self, provider: Any, name: str, builtin: bool) -> _Slot:
+        profile = inspect_provider(provider, name)
+        if profile.async_hooks and self._loop is None:
+            self._loop = LoopThread()
+        health = ProviderHealth(
+            CircuitBreaker(self.settings.breaker_threshold, self.settings.breaker_cooldown_s)
+        )
+        loop_getter = self._loop_getter()
+        background = BackgroundQueue(
+            name, self.settings.queue_maxsize, loop_getter, health.error_logged(name), health.ok
+        )
+        return _Slot(provider, name, builtin, profile, Lane(name, loop_getter), background, health)
+
+    def _loop_getter(self) -> Callable[[], LoopThread | None]:
+        ref = weakref.ref(self)
+
+        def get() -> LoopThread | None:
+            manager = ref()
+            return manager._loop if manager is not None else None
+
+        return get
+
+    def _run_with_deadline(self, fn: Callable[[], R], deadline: float) -> R:
+        """Run a registration-time call on a one-off thread, bounded by ``deadline``."""
+        future: Future[R] = Future()
+
+        def target() -> None:
+            try:
+                result: Any = fn()
+                loop = self._loop
+                if asyncio.iscoroutine(result):
+                    if loop is None:
+                        loop = self._loop = LoopThread()
+                    result = loop.submit(result).result()
+                future.set_result(result)
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        threading.Thread(target=target, name="mp-oneoff", daemon=True).start()
+        return future.result(timeout=deadline)
+
+    # ------------------------------------------------------------------ initialize
+    def initialize_all(self, session_id: str, **kwargs: Any) -> None:
+        """Initialize every provider; drop (with a warning) those that raise or time out.
+
+        ``home`` and ``hermes_home`` are aliases: whichever is given is passed as both.
+        """
+        home = kwargs.get("home") or kwargs.get("hermes_home")
+        if home:
+            kwargs["home"] = kwargs["hermes_home"] = str(home)
+        self._session_id = session_id
+        for slot in list(self._slots):
+            hook = slot.profile.hooks["initialize"]
+            started = time.perf_counter()
+            try:
+                self._run_with_deadline(
+                    functools.partial(hook.call, session_id, **kwargs),
+                    self.settings.init_deadline_s,
+                )
+            except Exception as exc:
+                log.warning("provider %r dropped: initialize failed: %r", slot.name, exc)
+                slot.health.error("initialize", exc, time.perf_counter() - started)
+                self._remove(slot)
+                continue
+            slot.health.ok("initialize", time.perf_counter() - started)
+            slot.initialized = True
+        with self._lock:
+            self._tools = None
+
+    def _remove(self, slot: _Slot) -> None:
+        with self._lock:
+            if slot in self._slots:
+                self._slots.remove(slot)
+            self._tools = None
+        slot.queue.close()
+        slot.lane.stop()
+
+    # ------------------------------------------------------------------ blocking fan-out
+    def _fan_out(
+        self,
+        hook: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        deadline: float,
+        *,
+        use_breaker: bool = False,
+    ) -> list[tuple[_Slot, Any]]:
+        """Call ``hook`` on every provider that overrides it, in parallel, within ``deadline``.
+
+        Returns ``(slot, result)`` for the calls that finished in time without raising.
+        """
+        started = time.monotonic()
+        pending: dict[Future[Any], _Slot] = {}
+        for slot in list(self._slots):
+            bound = slot.profile.hooks[hook]
+            if not bound.overridden:
+                continue
+            if use_breaker and not slot.health.breaker.allow(started):
+                slot.health.skip(hook)
+                continue
+            if self._lane_stuck(slot, started):
+                slot.health.skip(hook)
+                self._record_miss(slot, hook, "still busy with an earlier call")
+                continue
+            task = functools.partial(_timed, self._get_loop, bound.call, *args, **kwargs)
+            pending[slot.lane.submit(task)] = slot
+        if not pending:
+            return []
+        done, _ = wait_futures(pending, timeout=deadline)
+        elapsed = time.monotonic() - started
+        results: list[tuple[_Slot, Any]] = []
+        for future, slot in pending.items():
+            if future not in done:
+                slot.health.timeout(hook)
+                self._record_miss(slot, hook, f"missed the {deadline:g}s deadline")
+                continue
+            exc = future.exception()
+            if exc is not None:
+                slot.health.error(hook, exc, elapsed)
+                log.warning("provider %r: %s raised %r", slot.name, hook, exc)
+                continue
+            value, seconds = future.result()
+            slot.health.ok(hook, seconds)
+            slot.health.breaker.record_success()
+            slot.missed_streak_logged = False
+            results.append((slot, value))
+        return results
+
+    def _lane_stuck(self, slot: _Slot, now: float) -> bool:
+        since = slot.lane.stuck_since()
+        mark = self._turn_marks.get(slot.name, now)
+        return since is not None and since < mark
+
+    def _record_miss(self, slot: _Slot, hook: str, why: str) -> None:
+        opened = slot.health.breaker.record_miss()
+        if not slot.missed_streak_logged:
+            log.warning("provider %r left out of this %s: %s", slot.name, hook, why)
+            slot.missed_streak_logged = True
+        if opened:
+            log.warning(
+                "provider %r: %d consecutive misses; skipping it for %.0fs",
+                slot.name,
+                slot.health.breaker.consecutive_misses,
+                slot.health.breaker.cooldown_s,
+            )
+
+    def _texts(self, hook: str, results: list[tuple[_Slot, Any]]) -> list[ContextPair]:
+        pairs: list[ContextPair] = []
+        for slot, value in results:
+            try:
+                text = _coerce_text(value, f"{slot.name}.{hook}")
+            except TypeError as exc:
+                slot.health.error(hook, exc, 0.0)
+                log.warning("provider %r: %s", slot.name, exc)
+                continue
+            if text.strip():
+                pairs.append((slot.name, text))
+        return pairs
+
+    def build_system_prompt(self) -> str:
+        """Join the providers' non-empty ``system_prompt_block()`` texts with a blank line."""
+        results = self._fan_out("system_prompt_block", (), {}, self.settings.prefetch_deadline_s)
+        return "\n\n".join(text.strip() for _, text in self._texts("system_prompt_block", results))
+
+    def prefetch_all(self, query: str, *, session_id: str = "") -> list[ContextPair]:
+        """Recall context for this turn: ``[(provider name, text), ...]`` in registration order.
+
+        Returns within the prefetch deadline (plus scheduling noise) whatever providers do.
+        """
+        kwargs = {"session_id": session_id or self._session_id}
+        try:
+            results = self._fan_out(
+                "prefetch", (query,), kwargs, self.settings.prefetch_deadline_s, use_breaker=True
+            )
+        finally:
+            self._turn_marks = {}
+        return self._texts("prefetch", results)
+
+    def on_pre_compress(self, messages: Sequence[Message]) -> list[ContextPair]:
+        """Blocking: every provider's contribution for the compression summary."""
+        snapshot = [dict(m) for m in messages]
+        results = self._fan_out(
+            "on_pre_compress", (snapshot,), {}, self.settings.pre_compress_deadline_s
+        )
+        return self._texts("on_pre_compress", results)
+
+    def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
+        """Tell providers a user turn starts (queued on each provider's lane, before prefetch)."""
+        now = time.monotonic()
+        for slot in list(self._slots):
+            self._turn_marks[slot.name] = now
+            bound = slot.profile.hooks["on_turn_start"]
+            if not bound.overridden or not slot.health.breaker.allow(now):
+                continue
+            if self._lane_stuck(slot, now):
+                slot.health.skip("on_turn_start")
+                continue
+            future = slot.lane.submit(functools.partial(bound.call, turn_number, message, **kwargs))
+            future.add_done_callback(
+                self._lane_callback(slot, "on_turn_start", time.perf_counter())
+            )
+
+    @staticmethod
+    def _lane_callback(slot: _Slot, hook: str, started: float) -> Callable[[Future[Any]], None]:
+        def done(future: Future[Any]) -> None:
+            exc = future.exception()
+            if exc is None:
+                slot.health.ok(hook, time.perf_counter() - started)
+            else:
+                slot.health.error(hook, exc, time.perf_counter() - started)
+                log.warning("provider %r: %s raised %r", slot.name, hook, exc)
+
+        return done
+
+    # ------------------------------------------------------------------ fire and forget
+    def _enqueue(
+        self, hook: str, args: tuple[Any, ...], kwargs: dict[str, Any], *, skip: Any = None
+    ) -> None:
+        for slot in self._slots:
+            if slot.provider is skip:
+                continue
+            bound = slot.profile.hooks[hook]
+            if bound.overridden:
+                slot.queue.put(hook, functools.partial(bound.call, *args, **kwargs))
+
+    def sync_all(
+        self, user_content: str, assistant_content: str, *, session_id: str = "", **kwargs: Any
+    ) -> None:
+        """Queue a completed turn for every provider; returns at once."""
+        if "messages" in kwargs and kwargs["messages"] is not None:
+            kwargs["messages"] = [dict(m) for m in kwargs["messages"]]
+        kwargs["session_id"] = session_id or self._session_id
+        self._enqueue("sync_turn", (user_content, assistant_content), kwargs)
+
+    def queue_prefetch_all(self, query: str, *, session_id: str = "") -> None:
+        """Queue a background prefetch for the next turn; returns at once."""
+        self._enqueue("queue_prefetch", (query,), {"session_id": session_id or self._session_id})
+
+    def on_memory_write(
+        self,
+        action: str,
+        target: str,
+        content: str,
+        metadata: dict[str, Any] | None = None,
+        *,
+        origin: Any = None,
+    ) -> None:
+        """Mirror a curated-memory write to every provider except ``origin``; returns at once."""
+        self._enqueue(
+            "on_memory_write", (action, target, content, dict(metadata or {})), {}, skip=origin
+        )
+
+    def _mirror_write(
+        self, origin: Any, action: str, target: str, content: str, metadata: dict[str, Any]
+    ) -> None:
+        self.on_memory_write(action, target, content, metadata, origin=origin)
+
+    def on_delegation(
+        self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any
+    ) -> None:
+        """Tell providers a subagent finished; returns at once."""
+        kwargs["child_session_id"] = child_session_id
+        self._enqueue("on_delegation", (task, result), kwargs)
+
+    def on_session_end(self, messages: Sequence[Message]) -> None:
+        """Queue the session-end commit (ordered after pending syncs); returns at once."""
+        self._enqueue("on_session_end", ([dict(m) for m in messages],), {})
+
+    def on_session_switch(
+        self,
+        new_session_id: str,
+        *,
+        parent_session_id: str = "",
+        reset: bool = False,
+        reason: str = "",
+        **kwargs: Any,
+    ) -> None:
+        """Record the new session id and queue the switch for every provider."""
+        self._session_id = new_session_id
+        kwargs.update(parent_session_id=parent_session_id, reset=reset, reason=reason)
+        self._enqueue("on_session_switch", (new_session_id,), kwargs)
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Wait until every background queue is empty; returns how many items remain."""
+        limit = self.settings.shutdown_deadline_s if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        return sum(
+            slot.queue.drain(max(0.0, deadline - time.monotonic())) for slot in list(self._slots)
+        )
+
+    # ------------------------------------------------------------------ tools
+    def _tool_table(self) -> dict[str, _Slot]:
+        with self._lock:
+            if self._tools is not None:
+                return self._tools
+            table: dict[str, _Slot] = {}
+            schemas: list[ToolSchema] = []
+            for slot in self._slots:
+                for schema in self._load_schemas(slot):
+                    name = schema["name"]
+                    if name in table:
+                        log.warning(
+                            "tool name conflict: %r already registered by %r, ignoring from %r",
+                            name,
+                            table[name].name,
+                            slot.name,
+                        )
+                        continue
+                    if name in RESERVED_TOOL_NAMES and not slot.builtin:
+                        log.warning(
+                            "provider %r: tool %r shadows a core tool; ignored", slot.name, name
+                        )
+                        continue
+                    table[name] = slot
+                    schemas.append(schema)
+            self._tools, self._schemas = table, schemas
+            return table
+
+    def _load_schemas(self, slot: _Slot) -> list[ToolSchema]:
+        try:
+            raw = self._run_with_deadline(
+                slot.profile.hooks["get_tool_schemas"].call, self.settings.init_deadline_s
+            )
+        except Exception as exc:
+            slot.health.error("get_tool_schemas", exc, 0.0)
+            log.warning("provider %r: get_tool_schemas failed: %r", slot.name, exc)
+            return []
+        schemas: list[ToolSchema] = []
+        for item in raw if isinstance(raw, list | tuple) else []:
+            if isinstance(item, dict) and item.get("type") == "function":
+                item = item.get("function")
+            if isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"]:
+                schemas.append(dict(item))
+            else:
+                log.warning("provider %r: dropped a tool schema without a name", slot.name)
+        return schemas
+
+    def get_all_tool_schemas(self) -> list[ToolSchema]:
+        """Every provider's tool schemas, registration order, duplicate names skipped."""
+        self._tool_table()
+        return [dict(schema) for schema in self._schemas]
+
+    def has_tool(self, name: str) -> bool:
+        """True when some provider handles the tool ``name``."""
+        return name in self._tool_table()
+
+    def handle_tool_call(self, tool_name: str, args: Any, **kwargs: Any) -> str:
+        """Route a tool call to its provider; always returns a JSON string, never raises."""
+        slot = self._tool_table().get(tool_name)
+        if slot is None:
+            return _error_json(f"No memory provider handles tool '{tool_name}'")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except json.JSONDecodeError as exc:
+                return _error_json(f"Arguments for tool '{tool_name}' are not valid JSON: {exc}")
+        if not isinstance(args, dict):
+            kind = type(args).__name__
+            return _error_json(
+                f"Arguments for tool '{tool_name}' must be a JSON object, got {kind}"
+            )
+        bound = slot.profile.hooks["handle_tool_call"]
+        started = time.perf_counter()
+        future = slot.lane.submit(functools.partial(bound.call, tool_name, args, **kwargs))
+        try:
+            result = future.result(timeout=self.settings.tool_deadline_s)
+        except TimeoutError:
+            slot.health.timeout("handle_tool_call")
+            return _error_json(f"Memory tool '{tool_name}' timed out")
+        except Exception as exc:
+            slot.health.error("handle_tool_call", exc, time.perf_counter() - started)
+            return _error_json(f"Memory tool '{tool_name}' failed: {exc}")
+        slot.health.ok("handle_tool_call", time.perf_counter() - started)
+        if isinstance(result, dict | list):
+            return json.dumps(result)
+        if not isinstance(result, str):
+            return _error_json(f"Memory tool '{tool_name}' returned {type(result).__name__}")
+        return result
+
+    # ------------------------------------------------------------------ health & shutdown
+    def health(self) -> dict[str, dict[str, Any]]:
+        """Per provider: per-hook calls/errors/timeouts/skipped/p50/p95, breaker, queue."""
+        report: dict[str, dict[str, Any]] = {}
+        for slot in list(self._slots):
+            view = slot.health.snapshot()
+            view["builtin"] = slot.builtin
+            view["queue"] = {"pending": slot.queue.pending, "dropped": slot.queue.dropped}
+            report[slot.name] = view
+        return report
+
+    def shutdown_all(self) -> dict[str, Any]:
+        """Drain every queue, then ``shutdown()`` providers in reverse order. Idempotent.
+
+        Returns ``{"abandoned": {provider: items not delivered}, "timed_out": [names]}``.
+        """
+        with self._lock:
+            if self._shutdown:
+                return {"abandoned": {}, "timed_out": [], "already": True}
+            self._shutdown = True
+        deadline = self.settings.shutdown_deadline_s
+        abandoned: dict[str, int] = {}
+        timed_out: list[str] = []
+        for slot in self._slots:
+            left = slot.queue.drain(deadline)
+            left += slot.queue.close()
+            if left:
+                abandoned[slot.name] = left
+                log.warning(
+                    "provider %r: %d queued item(s) not delivered at shutdown", slot.name, left
+                )
+        for slot in reversed(self._slots):
+            if not slot.profile.overrides("shutdown"):
+                slot.lane.stop()
+                continue
+            try:
+                self._run_with_deadline(slot.profile.hooks["shutdown"].call, deadline)
+            except TimeoutError:
+                timed_out.append(slot.name)
+                log.warning("provider %r: shutdown exceeded %gs", slot.name, deadline)
+            except Exception as exc:
+                log.warning("provider %r: shutdown raised %r", slot.name, exc)
+            slot.lane.stop()
+        if self._loop is not None:
+            self._loop.stop()
+        return {"abandoned": abandoned, "timed_out": timed_out}
+
+    # ------------------------------------------------------------------ async API
+    async def _in_thread(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def aprefetch_all(self, query: str, *, session_id: str = "") -> list[ContextPair]:
+        """Async ``prefetch_all``: waits on a worker thread, never blocks the event loop."""
+        return await self._in_thread(self.prefetch_all, query, session_id=session_id)
+
+    async def aon_pre_compress(self, messages: Sequence[Message]) -> list[ContextPair]:
+        """Async ``on_pre_compress``."""
+        return await self._in_thread(self.on_pre_compress, messages)
+
+    async def abuild_system_prompt(self) -> str:
+        """Async ``build_system_prompt``."""
+        return await self._in_thread(self.build_system_prompt)
+
+    async def ainitialize_all(self, session_id: str, **kwargs: Any) -> None:
+        """Async ``initialize_all``."""
+        await self._in_thread(functools.partial(self.initialize_all, session_id, **kwargs))
+
+    async def ahandle_tool_call(self, tool_name: str, args: Any, **kwargs: Any) -> str:
+        """Async ``handle_tool_call``."""
+        return await self._in_thread(
+            functools.partial(self.handle_tool_call, tool_name, args, **kwargs)
+        )
+
+    async def ashutdown_all(self) -> dict[str, Any]:
+        """Async ``shutdown_all``."""
+        return await self._in_thread(self.shutdown_all)
+
+    async def aflush(self, timeout: float | None = None) -> int:
+        """Async ``flush``."""
+        return await self._in_thread(self.flush, timeout)
