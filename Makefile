@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint typecheck bench clean
+.PHONY: run test lint typecheck bench clean tmux
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,11 +28,16 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy --strict src
 
-test: lint typecheck
+# tests/test_chat_tmux.py drives `memoryport chat` in tmux (CI runs as root on Debian).
+tmux:
+	@command -v tmux >/dev/null || (apt-get update && apt-get install -y tmux)
+
+test: lint typecheck tmux
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_manager.py
+	$(BIN)/python benchmarks/bench_turn.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -15,10 +15,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _report import print_table, summary_us, write_json  # noqa: E402
+from _report import print_table, summary_us, write_json
 
-from memoryport.manager import ManagerSettings, MemoryManager  # noqa: E402
-from memoryport.provider import MemoryProvider  # noqa: E402
+from memoryport.manager import ManagerSettings, MemoryManager
+from memoryport.provider import MemoryProvider
 
 
 class Trivial(MemoryProvider):

@@ -17,8 +17,8 @@ from manager_doubles import (
     LegacyWriter,
     Raises,
     Recorder,
-    SlowSync,
     Sleeps,
+    SlowSync,
     WrongTypes,
 )
 from memoryport._builtin import mark_builtin
@@ -114,7 +114,7 @@ def test_faulty_providers_never_reach_the_caller(released: list[Hangs]) -> None:
     junk = [
         WrongTypes("dicts", {"not": "text"}),
         WrongTypes("nones", None),
-        WrongTypes("bytes", "bytes recall".encode()),
+        WrongTypes("bytes", b"bytes recall"),
         WrongTypes("huge", "x" * 10_000_000),
     ]
     slow = SlowSync(delay=0.01)

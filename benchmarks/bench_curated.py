@@ -1,0 +1,166 @@
+"""Curated memory (MEMORY.md) latency on a full store, single process, fsync included.
+
+Run: .venv/bin/python benchmarks/bench_curated.py [--entries 1000] [--ops 300] [--dir PATH]
+Goal: add p50 < 1 ms at ~1k entries on local disk (Hermes measured 1.34 ms/add at ~1k
+entries and 6.9 ms per replace/remove). Also reports the safety-scan cost per KB and the
+cost of freezing the snapshot (load, which scans every entry).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _report import print_table, summary_us, write_json
+
+from memoryport import safety
+from memoryport.providers.builtin import CuratedMemory
+from memoryport.storage.markdown import render_entries
+
+_WORDS = [
+    "project",
+    "uses",
+    "pytest",
+    "with",
+    "xdist",
+    "and",
+    "ruff",
+    "for",
+    "linting",
+    "the",
+    "deploy",
+    "pipeline",
+    "runs",
+    "on",
+    "staging",
+    "before",
+    "production",
+    "user",
+    "prefers",
+    "concise",
+    "answers",
+    "in",
+    "british",
+    "english",
+    "the",
+    "database",
+    "is",
+    "postgres",
+    "sixteen",
+    "with",
+    "logical",
+    "replication",
+    "enabled",
+    "on",
+    "the",
+    "replica",
+]
+
+
+def _sentence(rng: random.Random, serial: int, length: int = 100) -> str:
+    words: list[str] = [f"Fact {serial}:"]
+    while len(" ".join(words)) < length:
+        words.append(rng.choice(_WORDS))
+    return " ".join(words)[:length].rstrip() + "."
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def _fill(store: CuratedMemory, rng: random.Random, count: int) -> list[str]:
+    entries = [_sentence(rng, i) for i in range(count)]
+    store.path("memory").parent.mkdir(parents=True, exist_ok=True)
+    store.path("memory").write_text(render_entries(entries), encoding="utf-8")
+    return entries
+
+
+def _bench_writes(store: CuratedMemory, rng: random.Random, ops: int) -> dict[str, list[float]]:
+    serial = 10**6
+    adds, replaces, removes = [], [], []
+    added: list[str] = []
+    for _ in range(ops):
+        serial += 1
+        text = _sentence(rng, serial)
+        adds.append(_timed(lambda text=text: store.add("memory", text)))
+        added.append(text)
+    for index, old in enumerate(added):
+        new = _sentence(rng, serial + 1 + index)
+        key = old.split(":")[0] + ":"
+        replaces.append(_timed(lambda key=key, new=new: store.replace("memory", key, new)))
+        added[index] = new
+    for text in added:
+        key = text.split(":")[0] + ":"
+        removes.append(_timed(lambda key=key: store.remove("memory", key)))
+    return {"add": adds, "replace": replaces, "remove": removes}
+
+
+def _bench_scan(rng: random.Random) -> dict[str, Any]:
+    kilobyte = " ".join(_sentence(rng, i) for i in range(10))[:1024]
+    big = (kilobyte + "\n") * 64
+    rows = {}
+    for label, text, rounds in (("1 KB", kilobyte, 2000), ("64 KB", big[:65_536], 40)):
+        samples = [_timed(lambda text=text: safety.scan(text)) for _ in range(rounds)]
+        stats = summary_us(samples)
+        rows[label] = {**stats, "us_per_kb": round(stats["p50_us"] / (len(text) / 1024), 2)}
+    return rows
+
+
+def _bench_size(entries: int, ops: int, where: Path | None) -> tuple[list[dict[str, Any]], str]:
+    rng = random.Random(7)
+    with tempfile.TemporaryDirectory(dir=where) as tmp:
+        limit = (entries + ops) * 104  # full: the store stays near its (raised) limit
+        store = CuratedMemory(Path(tmp), memory_char_limit=limit)
+        _fill(store, rng, entries)
+        store.add("memory", "warm-up entry")  # creates the lock file, warms caches
+        store.remove("memory", "warm-up entry")
+        timings = _bench_writes(store, rng, ops)
+        loads = [_timed(store.load) for _ in range(20)]
+        usage = store.usage("memory")
+        assert len(store.entries("memory")) == entries
+    rows = [
+        {"operation": name, "entries": entries, "ops": len(samples), **summary_us(samples)}
+        for name, samples in {**timings, "load (snapshot)": loads}.items()
+    ]
+    return rows, f"{usage.used:,}/{usage.limit:,} chars"
+
+
+def main() -> None:
+    """Fill a store, time add/replace/remove and the scan, print a table, write JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--entries", type=int, nargs="+", default=[20, 1000], help="store sizes to measure"
+    )
+    parser.add_argument("--ops", type=int, default=300, help="timed operations of each kind")
+    parser.add_argument("--dir", type=Path, default=None, help="where to put the store")
+    args = parser.parse_args()
+
+    rows: list[dict[str, Any]] = []
+    for entries in args.entries:
+        size_rows, chars = _bench_size(entries, args.ops, args.dir)
+        print_table(f"curated memory, {entries} entries ({chars}), fsync included", size_rows)
+        rows.extend(size_rows)
+    scan = _bench_scan(random.Random(7))
+    print_table("safety scan (benign text)", [{"text": k, **v} for k, v in scan.items()])
+    path = write_json(
+        "bench_curated",
+        {"entries": args.entries, "ops": args.ops, "latency": rows, "scan": scan,
+         "dir": str(args.dir or tempfile.gettempdir()), "load_average": os.getloadavg(),
+         "goal": "add p50 < 1000 us at ~1k entries (fsync included)"},
+    )  # fmt: skip
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()

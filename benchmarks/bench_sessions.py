@@ -1,0 +1,266 @@
+"""Session store benchmark: ingest throughput, size on disk, search/discover latency.
+
+    python benchmarks/bench_sessions.py [--sizes 100000,1000000] [--queries 30]
+
+The corpus replays LoCoMo dialogue (/work/shared/data/locomo-dev.json) into sessions of
+20-200 messages with varied sources, users and timestamps. To give every query class a
+known shape, 40% of messages carry the word "really" (common), a Zipf-like pseudo-word
+vocabulary adds a long tail, every 10,000th message has a rare word, 2% are CJK
+sentences, and 0.2% contain punctuation tokens (user's, what?, a/b, #tag, @name).
+Every query class is asserted to return hits (no silent empty results). Prints a table and writes benchmarks/results/bench_sessions.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from memoryport.providers.sessions import create_sessions_provider
+from memoryport.storage.sessions.sqlite import SQLiteSessionStore
+
+DATA = Path("/work/shared/data/locomo-dev.json")
+RESULTS = Path(__file__).parent / "results" / "bench_sessions.json"
+SOURCES = ["cli", "cli", "api", "telegram", "discord", "cron", "tool", "mcp"]
+CJK = [
+    "我们明天去东京塔看看",
+    "東京タワーに行きました",
+    "서울에서 만나요 내일",
+    "今天的天气很好",
+    "京都の寺が好きです",
+]
+PUNCT = [
+    "the user's favourite",
+    "so what? no idea",
+    "an a/b test",
+    "filed as #tag",
+    "ping @name now",
+]
+
+
+def _turns() -> list[str]:
+    data = json.loads(DATA.read_text())
+    out = []
+    for conv in data:
+        for key, value in conv["conversation"].items():
+            if key.startswith("session_") and isinstance(value, list):
+                out.extend(f"{t['speaker']}: {t['text']}" for t in value)
+    return out
+
+
+def corpus(n: int, seed: int = 7) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Yield (session kwargs, messages) until ``n`` messages were produced."""
+    rng = random.Random(seed)
+    turns = _turns()
+    vocab = [f"zq{i:05d}x" for i in range(50_000)]
+    made, ts, sid = 0, 1.6e9, 0
+    while made < n:
+        size = min(rng.randint(20, 200), n - made)
+        sid += 1
+        session = {
+            "session_id": f"s{sid:07d}",
+            "source": rng.choice(SOURCES),
+            "user_id": f"u{rng.randint(1, 20)}",
+            "started_at": ts,
+        }
+        start = rng.randrange(len(turns))
+        messages = []
+        for i in range(size):
+            text = turns[(start + i) % len(turns)]
+            roll = rng.random()
+            if roll < 0.02:
+                text = rng.choice(CJK)
+            elif roll < 0.022:
+                text += " " + rng.choice(PUNCT)
+            if (made + i) % 10_000 == 5_000:
+                text += " quetzalcoatl"
+            if rng.random() < 0.4:
+                text += " really"
+            text += " " + vocab[min(int(rng.paretovariate(1.1)) - 1, len(vocab) - 1)]
+            ts += rng.uniform(1, 60)
+            messages.append(
+                {"role": "user" if i % 2 == 0 else "assistant", "content": text, "timestamp": ts}
+            )
+        made += size
+        yield session, messages
+
+
+def _create(store: SQLiteSessionStore, session: dict[str, Any]) -> str:
+    return store.create_session(
+        session["session_id"],
+        source=session["source"],
+        user_id=session["user_id"],
+        started_at=session["started_at"],
+    ).id
+
+
+def ingest_single(path: Path, n: int) -> float:
+    """Messages per second with one append_message call (one transaction) per message."""
+    store = SQLiteSessionStore(path)
+    start, count = time.perf_counter(), 0
+    for session, messages in corpus(n, seed=1):
+        sid = _create(store, session)
+        for message in messages:
+            store.append_message(sid, message)
+            count += 1
+    rate = count / (time.perf_counter() - start)
+    store.close()
+    return rate
+
+
+def ingest_batched(path: Path, n: int) -> tuple[float, int]:
+    """Messages per second with one append_messages call per session; raw text bytes."""
+    store = SQLiteSessionStore(path)
+    raw, count, elapsed = 0, 0, 0.0
+    for session, messages in corpus(n):
+        raw += sum(len(m["content"].encode()) for m in messages)
+        start = time.perf_counter()
+        sid = _create(store, session)
+        store.append_messages(sid, messages)
+        elapsed += time.perf_counter() - start
+        count += len(messages)
+    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    return count / elapsed, raw
+
+
+QUERY_CLASSES: dict[str, dict[str, Any]] = {
+    "common word": {"query": "really"},
+    "rare word": {"query": "quetzalcoatl"},
+    "phrase": {"query": '"support group"'},
+    "prefix": {"query": "photo*"},
+    "sort=newest": {"query": "really", "sort": "newest"},
+    "boolean": {"query": "really AND NOT photo"},
+    "natural language": {"query": "When did Caroline go to the LGBTQ support group?"},
+    "CJK 1 char": {"query": "京"},
+    "CJK 2 chars": {"query": "東京"},
+    "CJK trigram": {"query": "東京タワー"},
+    "user's": {"query": "user's"},
+    "what?": {"query": "what?"},
+    "a/b": {"query": "a/b"},
+    "#tag": {"query": "#tag"},
+    "@name": {"query": "@name"},
+}
+
+
+def _timed(fn: Callable[[], Any], rounds: int) -> tuple[list[float], Any]:
+    times, result = [], None
+    for _ in range(rounds):
+        start = time.perf_counter()
+        result = fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return times, result
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 2)
+
+
+def latency(path: Path, rounds: int) -> dict[str, Any]:
+    """p50/p95 of search_messages (limit 20) and of the discover tool call per class."""
+    store = SQLiteSessionStore(path)
+    provider = create_sessions_provider(store)
+    provider.initialize("none")
+    out: dict[str, Any] = {}
+    for name, args in QUERY_CLASSES.items():
+        sort = args.get("sort", "relevance")
+        search_t, result = _timed(
+            lambda a=args, s=sort: store.search_messages(a["query"], sort=s, limit=20), rounds
+        )
+        if not result.hits:
+            raise AssertionError(f"{name}: {args['query']!r} returned nothing (silent empty)")
+        disc_t, disc = _timed(
+            lambda a=args: json.loads(provider.handle_tool_call("session_search", dict(a))), rounds
+        )
+        if not disc.get("success") or not disc.get("count"):
+            raise AssertionError(f"{name}: discover returned nothing: {disc}")
+        out[name] = {
+            "search_p50_ms": _pct(search_t, 0.5),
+            "search_p95_ms": _pct(search_t, 0.95),
+            "discover_p50_ms": _pct(disc_t, 0.5),
+            "discover_p95_ms": _pct(disc_t, 0.95),
+            "plan": result.plan,
+            "hits": len(result.hits),
+        }
+    browse_t, _ = _timed(lambda: provider.handle_tool_call("session_search", {}), rounds)
+    out["browse"] = {
+        "discover_p50_ms": _pct(browse_t, 0.5),
+        "discover_p95_ms": _pct(browse_t, 0.95),
+    }
+    store.close()
+    return out
+
+
+def run_size(n: int, rounds: int, workdir: Path) -> dict[str, Any]:
+    """Every measurement at one corpus size."""
+    single_n = min(n, 20_000)
+    single = ingest_single(workdir / f"single-{n}.db", single_n)
+    path = workdir / f"batched-{n}.db"
+    batched, raw = ingest_batched(path, n)
+    size = os.path.getsize(path)
+    return {
+        "messages": n,
+        "ingest_single_msg_s": round(single),
+        "ingest_single_n": single_n,
+        "ingest_batched_msg_s": round(batched),
+        "raw_text_mb": round(raw / 1e6, 2),
+        "db_mb": round(size / 1e6, 2),
+        "db_over_raw": round(size / raw, 2),
+        "bytes_per_message": round(size / n, 1),
+        "latency": latency(path, rounds),
+    }
+
+
+def _print(report: dict[str, Any]) -> None:
+    for res in report["sizes"]:
+        print(f"\n== {res['messages']:,} messages ==")
+        print(
+            f"ingest one-by-one: {res['ingest_single_msg_s']:,} msg/s "
+            f"(first {res['ingest_single_n']:,}); batched: {res['ingest_batched_msg_s']:,} msg/s"
+        )
+        print(
+            f"db {res['db_mb']} MB for {res['raw_text_mb']} MB of text = "
+            f"{res['db_over_raw']}x ({res['bytes_per_message']} B/message)"
+        )
+        print(
+            f"{'query class':18} {'plan':8} {'hits':>4} {'search p50':>10} {'p95':>7} "
+            f"{'discover p50':>12} {'p95':>7}"
+        )
+        for name, row in res["latency"].items():
+            print(
+                f"{name:18} {row.get('plan', ''):8} {row.get('hits', ''):>4} "
+                f"{row.get('search_p50_ms', ''):>10} {row.get('search_p95_ms', ''):>7} "
+                f"{row['discover_p50_ms']:>12} {row['discover_p95_ms']:>7}"
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100000", help="comma-separated corpus sizes")
+    parser.add_argument("--queries", type=int, default=30, help="timed rounds per class")
+    parser.add_argument("--json", type=Path, default=RESULTS)
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+        report = {
+            "sqlite_version": __import__("sqlite3").sqlite_version,
+            "sizes": [run_size(n, args.queries, Path(tmp)) for n in sizes],
+        }
+    _print(report)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""Memory overhead per agent turn: everything except the model call.
+
+One measured turn is ``begin_turn`` (on_turn_start + recall from every provider) +
+``api_user_message`` (fencing) + ``end_turn`` (persisting the user and assistant messages
+to the session store, queueing sync and next-turn recall). The setup is a real one: the
+built-in curated memory (with entries), the SQLite session store pre-loaded with 10k
+messages, and one trivial in-process external provider.
+
+Run: .venv/bin/python benchmarks/bench_turn.py [--turns N] [--preload N]
+Goal: p50 under 5 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _report import print_table, summary_us, write_json
+
+from memoryport.api import Memory, open_memory
+from memoryport.config import Config, MemorySettings
+from memoryport.provider import MemoryProvider
+
+GOAL_P50_MS = 5.0
+
+
+class LocalFacts(MemoryProvider):
+    """A trivial in-process external provider: constant recall, list-append sync."""
+
+    def __init__(self) -> None:
+        self.synced: list[tuple[str, str]] = []
+
+    @property
+    def name(self) -> str:
+        return "localfacts"
+
+    def is_available(self) -> bool:
+        return True
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        return None
+
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        return []
+
+    def prefetch(self, query: str, *, session_id: str = "") -> str:
+        return "User prefers tea.\nUser works on memoryport."
+
+    def sync_turn(self, user_content: str, assistant_content: str, **kwargs: Any) -> None:
+        self.synced.append((user_content, assistant_content))
+
+
+def preload(memory: Memory, messages: int, per_session: int = 100) -> None:
+    """Fill the session store with ``messages`` messages in closed sessions (setup only)."""
+    store = memory.sessions
+    for start in range(0, messages, per_session):
+        record = store.create_session(source="cli", title=f"old session {start}")
+        batch = [
+            {"role": "user" if i % 2 == 0 else "assistant",
+             "content": f"message {start + i}: we talked about sqlite, tea and deadlines"}
+            for i in range(min(per_session, messages - start))
+        ]
+        store.append_messages(record.id, batch)
+        store.end_session(record.id, end_reason="close")
+
+
+def seed_curated(memory: Memory) -> None:
+    """A few curated entries so the built-in provider has a real snapshot."""
+    for target, text in [("user", "User prefers concise answers."),
+                         ("memory", "Project uses pytest and ruff."),
+                         ("memory", "The staging database is PostgreSQL 16.")]:
+        memory.call_tool("memory", {"action": "add", "target": target, "content": text})
+
+
+def run(turns: int, messages: int) -> dict[str, Any]:
+    """Measure ``turns`` turns; return the JSON-ready result."""
+    with tempfile.TemporaryDirectory() as home:
+        config = Config(memory=MemorySettings(nudge_interval=0))
+        memory = open_memory(home, "default", config=config, providers=[LocalFacts()],
+                             load_provider=False, platform="cli")
+        memory.start_session(source="cli")
+        seed_curated(memory)
+        preload(memory, messages)
+        for warm in range(20):
+            memory.end_turn(memory.begin_turn(f"warm up {warm}"), "ok")
+        samples: list[float] = []
+        for index in range(turns):
+            started = time.perf_counter()
+            turn = memory.begin_turn(f"What did we decide about the sqlite schema ({index})?")
+            turn.api_user_message()
+            memory.end_turn(turn, f"We decided to keep FTS5 triggers ({index}).")
+            samples.append(time.perf_counter() - started)
+        memory.flush(30)
+        memory.close()
+    stats = summary_us(samples)
+    result: dict[str, Any] = {"turns": turns, "preloaded_messages": messages,
+                              "goal_p50_ms": GOAL_P50_MS}
+    for key in ("p50", "p95", "p99", "mean"):
+        result[f"{key}_ms"] = round(stats[f"{key}_us"] / 1000, 3)
+    return result
+
+
+def main() -> None:
+    """Parse arguments, run, print the table and write ``results/bench_turn.json``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=500)
+    parser.add_argument("--preload", type=int, default=10_000)
+    args = parser.parse_args()
+    result = run(args.turns, args.preload)
+    row = {k: result[k] for k in ("turns", "preloaded_messages", "p50_ms", "p95_ms", "p99_ms",
+                                  "mean_ms")}
+    row["goal_p50_ms"] = f"< {GOAL_P50_MS}"
+    row["ok"] = "yes" if result["p50_ms"] < GOAL_P50_MS else "NO"
+    print_table("Memory overhead per turn (begin_turn + api_user_message + end_turn)", [row])
+    path = write_json("bench_turn", {"result": result})
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()

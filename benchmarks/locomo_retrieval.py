@@ -1,0 +1,198 @@
+"""LLM-free retrieval benchmark on LoCoMo (protocol: /work/shared/data/README.md).
+
+One index per conversation, one document per dialogue turn (text prefixed with the speaker
+name, keyed by dia_id); every QA item queries with its question; ranked dia_ids are scored
+against the evidence: recall@1/5/10, MRR, nDCG@10, and latency p50/p95, per category.
+
+    python benchmarks/locomo_retrieval.py --backend sessions [--data PATH] [--json OUT]
+
+Backends are entries of ``BACKENDS`` (name -> factory returning a ``RetrievalIndex``);
+add one there to compare another retrieval layer on the same protocol.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+DEFAULT_DATA = Path("/work/shared/data/locomo-dev.json")
+
+
+class RetrievalIndex(Protocol):
+    """What a backend provides: index a conversation's turns, rank dia_ids for a query."""
+
+    def add_session(self, started_at: float, turns: list[dict[str, Any]]) -> None:
+        """Index one LoCoMo session (turns have speaker, dia_id, text)."""
+
+    def search(self, query: str, k: int) -> list[str]:
+        """Return up to ``k`` dia_ids, best first."""
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+class SessionsIndex:
+    """The SQLite session store's message-level ranking (the search behind discover)."""
+
+    def __init__(self) -> None:
+        from memoryport.storage.sessions.sqlite import SQLiteSessionStore
+
+        self.store = SQLiteSessionStore(":memory:")
+
+    def add_session(self, started_at: float, turns: list[dict[str, Any]]) -> None:
+        """One store session per LoCoMo session, one message per turn."""
+        session = self.store.create_session(source="import", started_at=started_at)
+        self.store.append_messages(
+            session.id,
+            [
+                {
+                    "role": "user",
+                    "content": _turn_text(t),
+                    "timestamp": started_at + i,
+                    "metadata": {"dia_id": t["dia_id"]},
+                }
+                for i, t in enumerate(turns)
+            ],
+        )
+
+    def search(self, query: str, k: int) -> list[str]:
+        """Rank messages with ``search_messages`` and map them back to dia_ids."""
+        result = self.store.search_messages(query, limit=k, exclude_sources=())
+        return [str(h.message.metadata.get("dia_id")) for h in result.hits]
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+
+def _turn_text(turn: dict[str, Any]) -> str:
+    """The indexed text of a turn: speaker-prefixed, plus the image caption if any."""
+    text = f"{turn['speaker']}: {turn['text']}"
+    if CAPTIONS and turn.get("blip_caption"):
+        text += f" [image: {turn['blip_caption']}]"
+    return text
+
+
+CAPTIONS = False
+BACKENDS: dict[str, Callable[[], RetrievalIndex]] = {"sessions": SessionsIndex}
+
+
+def _session_time(raw: str) -> float:
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+        try:
+            return datetime.strptime(raw.strip(), fmt).timestamp()
+        except ValueError:
+            continue
+    return 0.0
+
+
+def _evidence(item: dict[str, Any]) -> set[str]:
+    out: set[str] = set()
+    for entry in item.get("evidence") or []:
+        for part in str(entry).replace(",", ";").split(";"):
+            if part.strip():
+                out.add(part.strip())
+    return out
+
+
+def _scores(ranked: list[str], gold: set[str]) -> dict[str, float]:
+    def recall(k: int) -> float:
+        return len(gold & set(ranked[:k])) / len(gold)
+
+    first = next((i for i, d in enumerate(ranked) if d in gold), None)
+    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:10]) if d in gold)
+    idcg = sum(1 / math.log2(i + 2) for i in range(min(len(gold), 10)))
+    return {
+        "recall@1": recall(1),
+        "recall@5": recall(5),
+        "recall@10": recall(10),
+        "mrr": 0.0 if first is None else 1 / (first + 1),
+        "ndcg@10": dcg / idcg,
+    }
+
+
+def _aggregate(rows: list[tuple[dict[str, float], float]]) -> dict[str, Any]:
+    if not rows:
+        return {"n": 0}
+    keys = ["recall@1", "recall@5", "recall@10", "mrr", "ndcg@10"]
+    latencies = sorted(lat for _, lat in rows)
+    out: dict[str, Any] = {"n": len(rows)}
+    out.update({k: round(statistics.fmean(r[k] for r, _ in rows), 4) for k in keys})
+    p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
+    out["latency_ms"] = {"p50": round(statistics.median(latencies), 3), "p95": round(p95, 3)}
+    return out
+
+
+def run(backend: str, data_path: Path) -> dict[str, Any]:
+    """Run the protocol; return the JSON report."""
+    data = json.loads(data_path.read_text())
+    per_cat: dict[int, list[tuple[dict[str, float], float]]] = {}
+    for conv in data:
+        index = BACKENDS[backend]()
+        c = conv["conversation"]
+        numbers = sorted(
+            int(k.split("_")[1])
+            for k in c
+            if k.startswith("session_") and k.split("_")[1].isdigit() and isinstance(c[k], list)
+        )
+        for n in numbers:
+            index.add_session(_session_time(c.get(f"session_{n}_date_time", "")), c[f"session_{n}"])
+        for item in conv["qa"]:
+            gold = _evidence(item)
+            if not gold:
+                continue
+            start = time.perf_counter()
+            ranked = index.search(str(item["question"]), 10)
+            latency = (time.perf_counter() - start) * 1000
+            per_cat.setdefault(int(item["category"]), []).append((_scores(ranked, gold), latency))
+        index.close()
+    report: dict[str, Any] = {"backend": backend, "data": str(data_path)}
+    report["cat1-4"] = _aggregate([r for c in (1, 2, 3, 4) for r in per_cat.get(c, [])])
+    report["all"] = _aggregate([r for rows in per_cat.values() for r in rows])
+    for cat in sorted(per_cat):
+        report[f"cat{cat}"] = _aggregate(per_cat[cat])
+    return report
+
+
+def _print(report: dict[str, Any]) -> None:
+    print(f"backend: {report['backend']}")
+    print(
+        f"{'slice':8} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6} {'nDCG':>6} "
+        f"{'p50ms':>7} {'p95ms':>7}"
+    )
+    for key, row in report.items():
+        if not isinstance(row, dict) or "n" not in row or not row["n"]:
+            continue
+        lat = row["latency_ms"]
+        print(
+            f"{key:8} {row['n']:>5} {row['recall@1']:>6.3f} {row['recall@5']:>6.3f} "
+            f"{row['recall@10']:>6.3f} {row['mrr']:>6.3f} {row['ndcg@10']:>6.3f} "
+            f"{lat['p50']:>7.2f} {lat['p95']:>7.2f}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="sessions")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--json", type=Path, default=None, help="write the report here")
+    args = parser.parse_args(argv)
+    report = run(args.backend, args.data)
+    _print(report)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

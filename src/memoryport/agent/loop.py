@@ -1,0 +1,322 @@
+"""``Agent``: a small, readable agent loop over ``memoryport.api`` and one chat endpoint.
+
+One user turn::
+
+    turn = memory.begin_turn(text)            # on_turn_start + recall, once per turn
+    loop:
+        payload = [system] + turn.api_messages(history + turn.messages)
+        reply = model(payload, tools)         # streamed through the context scrubber
+        tool calls -> turn.add_message(assistant) + turn.handle_tool_call(...)
+    memory.end_turn(turn, final)              # persist turn.messages, sync providers
+
+Only the current user message of the API payload carries the fenced ``<memory-context>``
+block; history and the system prompt never do. Ctrl+C (``KeyboardInterrupt``) during a
+turn ends it as interrupted: persisted, never synced to external providers. Before a turn
+whose prompt would pass ``agent.compression_threshold_chars`` the history is compressed
+(``Memory.compress``). Every ``memory.nudge_interval`` turns a background review may save
+to curated memory after the answer is delivered.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from memoryport.agent.compression import compress_history, estimate_chars
+from memoryport.agent.delegate import CHILD_BLOCKED_TOOLS, DELEGATE_TASK_SCHEMA, delegate_task
+from memoryport.agent.llm import AssistantReply, ChatClient, TextSink, ToolCallRequest
+from memoryport.agent.review import BackgroundReviewer
+from memoryport.api import Memory
+from memoryport.config import AgentSettings
+from memoryport.turn import Turn
+from memoryport.types import Message
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "TurnOutcome"]
+
+log = logging.getLogger("memoryport.agent")
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant with long-term memory. Use the memory tool to save "
+    "durable facts about the user and their environment when you learn them, and "
+    "session_search to recall past conversations when the user refers to them. A "
+    "memory-context block in a user message is recalled background, not something the "
+    "user said; never repeat it."
+)
+"""The agent's instructions when ``agent.system_prompt`` is empty."""
+
+_API_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+KEEP_AFTER_COMPRESSION = 6
+"""At most this many recent messages survive compression verbatim."""
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What one ``run_turn`` produced.
+
+    Attributes:
+        text: the scrubbed answer (partial when interrupted).
+        interrupted: True when Ctrl+C ended the turn.
+        session_id: the session the turn was stored in.
+        tool_calls: how many tools the model called.
+        compressed: True when history was compressed before the turn.
+    """
+
+    text: str
+    interrupted: bool
+    session_id: str
+    tool_calls: int = 0
+    compressed: bool = False
+
+
+def api_message(message: Message) -> Message:
+    """``message`` with only the keys the chat-completions API accepts."""
+    return {k: v for k, v in message.items() if k in _API_KEYS}
+
+
+class Agent:
+    """The reference agent. It uses only the ``Memory`` API; it owns no storage.
+
+    ``delegation`` offers the ``delegate_task`` tool; ``review`` enables the memory nudge
+    (every ``memory.config.memory.nudge_interval`` turns, 0 disables it).
+    """
+
+    def __init__(
+        self,
+        memory: Memory,
+        client: ChatClient,
+        settings: AgentSettings | None = None,
+        *,
+        source: str = "cli",
+        delegation: bool = True,
+        review: bool = True,
+        blocked_tools: frozenset[str] = frozenset(),
+    ) -> None:
+        self.memory = memory
+        self.client = client
+        self.settings = settings or memory.config.agent
+        self.source = source
+        self.history: list[Message] = []
+        self.delegation = delegation
+        self.blocked_tools = blocked_tools
+        self.nudge_interval = memory.config.memory.nudge_interval if review else 0
+        self.reviewer = BackgroundReviewer(memory, client)
+        self.turns_since_review = 0
+        self.keep_after_compression = KEEP_AFTER_COMPRESSION
+        self._started = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ sessions
+    def start(
+        self, session_id: str | None = None, *, title: str | None = None,
+        parent_session_id: str | None = None,
+    ) -> str:
+        """Open (or resume) the first session; returns its id. Idempotent."""
+        if not self._started:
+            self._started = True
+            if not self.memory.session_id:
+                self.memory.start_session(
+                    session_id, source=self.source, title=title,
+                    parent_session_id=parent_session_id, model=self.client.model,
+                )
+            if session_id:
+                self.history = self.load_history(self.memory.session_id)
+        return self.memory.session_id
+
+    @property
+    def system_prompt(self) -> str:
+        """The full system prompt: the agent's instructions, then the memory prompt."""
+        base = self.settings.system_prompt or DEFAULT_SYSTEM_PROMPT
+        frozen = self.memory.system_prompt
+        return f"{base}\n\n{frozen}" if frozen else base
+
+    def load_history(self, session_id: str) -> list[Message]:
+        """A stored session's messages as chat messages (read through ``Memory.sessions``)."""
+        history: list[Message] = []
+        for record in self.memory.sessions.get_messages(session_id):
+            message: Message = {"role": record.role, "content": record.content}
+            if record.tool_calls:
+                message["tool_calls"] = record.tool_calls
+            if record.tool_call_id:
+                message["tool_call_id"] = record.tool_call_id
+            history.append(message)
+        return history
+
+    def new_session(self) -> str:
+        """``/new``: commit this session and start an empty one."""
+        self.start()
+        self.memory.switch_session(reason="new", messages=self.history)
+        self.history = []
+        return self.memory.session_id
+
+    def resume(self, session_id: str) -> str:
+        """``/resume``: switch to a stored session and load its history."""
+        self.start()
+        self.memory.switch_session(session_id, reason="resume", messages=self.history)
+        self.history = self.load_history(session_id)
+        return session_id
+
+    def branch(self) -> str:
+        """``/branch``: continue in a child session; the conversation so far is kept."""
+        self.start()
+        self.memory.switch_session(reason="branch", messages=self.history)
+        return self.memory.session_id
+
+    def set_title(self, title: str) -> None:
+        """``/title``: name the active session."""
+        self.start()
+        self.memory.set_title(title)
+
+    # ------------------------------------------------------------------ tools
+    def tools(self) -> list[dict[str, Any]]:
+        """The ``tools`` parameter: memory tools, provider tools, and ``delegate_task``."""
+        tools = [
+            t for t in self.memory.openai_tools()
+            if t["function"].get("name") not in self.blocked_tools
+        ]
+        if self.delegation and "delegate_task" not in self.blocked_tools:
+            tools.append({"type": "function", "function": DELEGATE_TASK_SCHEMA})
+        return tools
+
+    def _run_tool(self, turn: Turn, call: ToolCallRequest) -> None:
+        if call.name == "delegate_task" and self.delegation:
+            try:
+                args = call.parsed_arguments()
+            except json.JSONDecodeError as exc:
+                args = None
+                log.info("delegate_task arguments are not JSON: %s", exc)
+            result = delegate_task(self, args)
+            turn.add_message({"role": "tool", "tool_call_id": call.id,
+                              "tool_name": call.name, "content": result})
+            return
+        if call.name in self.blocked_tools:
+            result = json.dumps({"error": f"Tool '{call.name}' is not available here"})
+            turn.add_message({"role": "tool", "tool_call_id": call.id,
+                              "tool_name": call.name, "content": result})
+            return
+        turn.handle_tool_call(call.name, call.arguments, tool_call_id=call.id)
+
+    def spawn_child(self, memory: Memory) -> Agent:
+        """A subagent over ``memory``: no curated writes, no delegation, no review."""
+        child = Agent(
+            memory, self.client, self.settings, source="subagent", delegation=False,
+            review=False, blocked_tools=CHILD_BLOCKED_TOOLS,
+        )
+        child.start()
+        return child
+
+    # ------------------------------------------------------------------ turns
+    def run_turn(self, text: str, on_text: TextSink | None = None) -> TurnOutcome:
+        """Answer one user message. ``on_text`` receives the scrubbed answer as it streams.
+
+        Ctrl+C during the turn returns an outcome with ``interrupted=True``; the turn is
+        persisted but not synced to providers.
+        """
+        self.start()
+        compressed = self._maybe_compress(text)
+        turn = self.memory.begin_turn(text)
+        shown: list[str] = []
+        sink = _collecting(shown, on_text)
+        try:
+            final, calls = self._tool_loop(turn, sink)
+        except KeyboardInterrupt:
+            partial = "".join(shown)
+            self._finish(turn, partial or None, interrupted=True)
+            return TurnOutcome(partial, True, turn.session_id, compressed=compressed)
+        except BaseException:
+            self._finish(turn, None, interrupted=True)
+            raise
+        self._finish(turn, final, interrupted=False)
+        self._after_turn()
+        return TurnOutcome(final, False, turn.session_id, calls, compressed)
+
+    def _tool_loop(self, turn: Turn, sink: TextSink | None) -> tuple[str, int]:
+        tools = self.tools()
+        calls = 0
+        for _ in range(self.settings.max_tool_iterations):
+            reply = self._call_model(turn, tools, sink)
+            if not reply.tool_calls:
+                return reply.content, calls
+            turn.add_message(reply.to_message())
+            for call in reply.tool_calls:
+                calls += 1
+                self._run_tool(turn, call)
+        log.info("tool loop hit max_tool_iterations; asking for a final answer without tools")
+        return self._call_model(turn, [], sink).content, calls
+
+    def _call_model(
+        self, turn: Turn, tools: list[dict[str, Any]], sink: TextSink | None
+    ) -> AssistantReply:
+        system: Message = {"role": "system", "content": self.system_prompt}
+        messages = turn.api_messages([*self.history, *turn.messages])
+        payload = [system, *(api_message(m) for m in messages)]
+        return self.client.complete(payload, tools=tools, on_text=sink)
+
+    def _finish(self, turn: Turn, final: str | None, *, interrupted: bool) -> None:
+        if interrupted:
+            _close_open_tool_calls(turn)
+        self.memory.end_turn(turn, final, interrupted=interrupted)
+        self.history.extend(dict(m) for m in turn.messages)
+
+    def _after_turn(self) -> None:
+        """The memory nudge: count the turn; start a background review when due."""
+        if self.nudge_interval <= 0 or self.memory.curated is None:
+            return
+        self.turns_since_review += 1
+        if self.turns_since_review < self.nudge_interval:
+            return
+        self.turns_since_review = 0
+        self.reviewer.start(self.system_prompt, [api_message(m) for m in self.history])
+
+    # ------------------------------------------------------------------ compression
+    def _maybe_compress(self, text: str) -> bool:
+        size = estimate_chars(self.system_prompt, self.history, text)
+        if size <= self.settings.compression_threshold_chars:
+            return False
+        if len(self.history) <= self.keep_after_compression + 1:
+            return False  # only a summary and the tail would be left: nothing to gain
+        return self.compress()
+
+    def compress(self) -> bool:
+        """Compress the history now (``Memory.compress`` with an LLM summary)."""
+        self.start()
+        if not self.history:
+            return False
+        self.history = compress_history(
+            self.memory, self.client, self.history, self.keep_after_compression
+        )
+        return True
+
+    # ------------------------------------------------------------------ shutdown
+    def close(self, *, close_memory: bool = True, review_timeout: float = 30.0) -> None:
+        """Let a running review finish (bounded), then close the memory. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self.reviewer.wait(review_timeout):
+            log.warning("background memory review still running at exit; abandoning it")
+        if close_memory:
+            self.memory.close(self.history if self._started else None)
+
+
+def _collecting(shown: list[str], on_text: TextSink | None) -> TextSink | None:
+    if on_text is None:
+        return None
+
+    def sink(text: str) -> None:
+        on_text(text)
+        shown.append(text)
+
+    return sink
+
+
+def _close_open_tool_calls(turn: Turn) -> None:
+    """Give every tool call without a result an "interrupted" result (valid history)."""
+    answered = {m.get("tool_call_id") for m in turn.messages if m.get("role") == "tool"}
+    for message in list(turn.messages):
+        for call in message.get("tool_calls") or []:
+            if call.get("id") not in answered:
+                turn.add_message({"role": "tool", "tool_call_id": call.get("id"),
+                                  "content": json.dumps({"error": "interrupted"})})
+

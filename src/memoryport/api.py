@@ -1,0 +1,542 @@
+"""``memoryport.open()`` and ``Memory``: the one API every shell uses.
+
+The CLI, the MCP server, the framework adapters and the reference agent all go through
+``Memory``; none of them touches the manager or storage directly. ``Memory`` owns the turn
+lifecycle so no agent has to re-learn it::
+
+    memory = memoryport.open()
+    system_prompt = memory.start_session(source="cli")
+    turn = memory.begin_turn("What editor do I use?")
+    payload_content = turn.api_user_message()        # fenced recall appended
+    ...                                               # call the model, run tools:
+    result = turn.handle_tool_call("memory", {...}, tool_call_id="call_1")
+    memory.end_turn(turn, "You use Helix.")           # persist + sync providers
+    memory.close()
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import signal
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, Literal
+
+from memoryport.config import Config, load_config, load_env_into_environ, resolve_home
+from memoryport.errors import ConfigError, MemoryportError, SessionNotFound
+from memoryport.fence import sanitize_context
+from memoryport.manager import ManagerSettings, MemoryManager
+from memoryport.providers.builtin import BuiltinMemoryProvider, create_builtin_provider
+from memoryport.providers.sessions import create_sessions_provider
+from memoryport.storage.sessions.base import SessionStore, flatten_content, new_session_id
+from memoryport.turn import Turn, UserContent
+from memoryport.types import ContextPair, InitContext, Message, ToolSchema
+
+__all__ = ["CompressionResult", "Memory", "SwitchReason", "open_memory"]
+
+log = logging.getLogger(__name__)
+
+SwitchReason = Literal["new", "reset", "resume", "branch"]
+Summarizer = Callable[[list[Message], list[str]], str]
+"""``summarize(messages, provider_contributions) -> summary text``."""
+
+
+@dataclass(frozen=True)
+class CompressionResult:
+    """What ``Memory.compress`` did: the new session, the summary and the new prompt."""
+
+    old_session_id: str
+    new_session_id: str
+    summary: str
+    contributions: list[ContextPair]
+    system_prompt: str
+
+
+def open_session_store(config: Config, home: Path, user_id: str | None) -> SessionStore:
+    """Open the configured session store backend (SQLite by default)."""
+    hidden = tuple(config.sessions.hidden_sources)
+    if config.sessions.backend == "postgres":
+        if not config.sessions.dsn:
+            raise ConfigError(
+                "sessions.backend is 'postgres' but sessions.dsn is empty; "
+                "set it with: memoryport config set sessions.dsn postgresql://..."
+            )
+        from memoryport.storage.sessions.postgres import PostgresSessionStore
+
+        return PostgresSessionStore(config.sessions.dsn, user_id=user_id, hidden_sources=hidden)
+    from memoryport.storage.sessions.sqlite import SQLiteSessionStore
+
+    return SQLiteSessionStore(home / "state.db", user_id=user_id, hidden_sources=hidden)
+
+
+def _load_external(config: Config, home: Path) -> Any | None:
+    name = config.memory.provider
+    if not name:
+        return None
+    from memoryport.plugins.loader import load
+
+    result = load(name, home)
+    if result.provider is None:
+        log.warning("memory provider %r could not be loaded: %s", name, result.error)
+    return result.provider
+
+
+def open_memory(
+    home: str | Path | None = None,
+    profile: str | None = None,
+    user_id: str | None = None,
+    *,
+    platform: str = "api",
+    providers: Sequence[Any] = (),
+    config: Config | None = None,
+    manager_settings: ManagerSettings | None = None,
+    load_provider: bool = True,
+) -> Memory:
+    """Build a ``Memory`` from ``<home>/config.yaml``: curated memory, sessions, providers.
+
+    ``home``/``profile`` resolve like the CLI's (``MEMORYPORT_HOME``, ``--profile``).
+    ``providers`` adds provider objects directly (for agents that construct their own);
+    ``load_provider=False`` skips the configured ``memory.provider`` plugin.
+    """
+    resolved = resolve_home(home, profile)
+    resolved.mkdir(parents=True, exist_ok=True)
+    cfg = config or load_config(resolved)
+    load_env_into_environ(resolved)
+    settings = manager_settings or ManagerSettings(
+        prefetch_deadline_s=cfg.memory.prefetch_deadline_s,
+        max_external_providers=cfg.memory.max_external_providers,
+    )
+    manager = MemoryManager(settings)
+    builtin: BuiltinMemoryProvider | None = None
+    if cfg.memory.memory_enabled or cfg.memory.user_profile_enabled:
+        builtin = create_builtin_provider(
+            resolved,
+            memory_char_limit=cfg.memory.memory_char_limit,
+            user_char_limit=cfg.memory.user_char_limit,
+            memory_enabled=cfg.memory.memory_enabled,
+            user_profile_enabled=cfg.memory.user_profile_enabled,
+        )
+        manager.add_provider(builtin)
+    store = open_session_store(cfg, resolved, user_id)
+    manager.add_provider(create_sessions_provider(store))
+    external = [_load_external(cfg, resolved)] if load_provider else []
+    for provider in [*external, *providers]:
+        if provider is not None:
+            manager.add_provider(provider)
+    return Memory(
+        home=resolved,
+        config=cfg,
+        manager=manager,
+        store=store,
+        curated=builtin,
+        user_id=user_id,
+        platform=platform,
+    )
+
+
+class Memory:
+    """The turn lifecycle over one manager, one session store and curated memory."""
+
+    def __init__(
+        self,
+        *,
+        home: Path,
+        config: Config,
+        manager: MemoryManager,
+        store: SessionStore,
+        curated: BuiltinMemoryProvider | None,
+        user_id: str | None = None,
+        platform: str = "api",
+    ) -> None:
+        self.home = home
+        self.config = config
+        self.user_id = user_id
+        self.platform = platform
+        self._manager = manager
+        self._store = store
+        self._curated = curated
+        self._session_id = ""
+        self._source = platform
+        self._turn_number = 0
+        self._system_prompt = ""
+        self._initialized = False
+        self._closed = False
+        self._lock = threading.RLock()
+        atexit.register(_close_at_exit, weakref.ref(self))
+        _install_sigterm_handler(self)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def session_id(self) -> str:
+        """The active session id ("" before ``start_session``)."""
+        return self._session_id
+
+    @property
+    def system_prompt(self) -> str:
+        """The frozen system prompt text of the active session."""
+        return self._system_prompt
+
+    @property
+    def sessions(self) -> SessionStore:
+        """The session store (read-only use: search, browse, export)."""
+        return self._store
+
+    @property
+    def curated(self) -> BuiltinMemoryProvider | None:
+        """The built-in curated-memory provider, or None when both files are disabled."""
+        return self._curated
+
+    @property
+    def providers(self) -> list[Any]:
+        """Every active provider, built-in ones first."""
+        return self._manager.providers
+
+    def health(self) -> dict[str, dict[str, Any]]:
+        """Live per-provider health from the manager."""
+        return self._manager.health()
+
+    # ------------------------------------------------------------------ sessions
+    def start_session(
+        self,
+        session_id: str | None = None,
+        *,
+        source: str | None = None,
+        title: str | None = None,
+        parent_session_id: str | None = None,
+        model: str = "",
+    ) -> str:
+        """Open (or resume, if it exists) a session; return the system prompt text.
+
+        The first call initializes every provider; later calls switch sessions
+        (``reason="new"``, or ``"resume"`` for an existing id).
+        """
+        with self._lock:
+            if self._initialized:
+                reason: SwitchReason = (
+                    "resume" if session_id and self._exists(session_id) else "new"
+                )
+                return self.switch_session(session_id, reason=reason, title=title)
+            self._source = source or self.platform
+            record = self._open_record(session_id, title, parent_session_id, model)
+            self._session_id = record
+            context = InitContext(
+                home=self.home,
+                platform=self._source,
+                user_id=self.user_id or "",
+                parent_session_id=parent_session_id or "",
+                session_title=title or "",
+            )
+            self._manager.initialize_all(record, **context.to_kwargs())
+            self._initialized = True
+            self._turn_number = 0
+            self._system_prompt = self._manager.build_system_prompt()
+            return self._system_prompt
+
+    def set_title(self, title: str) -> None:
+        """Set the active session's title (starting a session first if needed)."""
+        if not self._initialized:
+            self.start_session()
+        self._store.set_title(self._session_id, title)
+
+    def open_child(self, *, source: str = "subagent", title: str | None = None) -> Memory:
+        """A second ``Memory`` on the same home for a subagent, its session already started.
+
+        The child session's ``parent_session_id`` is the active session and its source is
+        ``source`` (hidden from search by default). The child loads no external provider
+        (``load_provider=False``): a subagent's scratch work is not the user's conversation;
+        report its result to this memory's providers with ``delegated()``. The caller closes
+        the child.
+        """
+        if not self._initialized:
+            self.start_session()
+        child = open_memory(
+            self.home, "default", self.user_id, platform=source, config=self.config,
+            load_provider=False,
+        )
+        child.start_session(source=source, title=title, parent_session_id=self._session_id)
+        return child
+
+    def _exists(self, session_id: str) -> bool:
+        try:
+            self._store.get_session(session_id, user_id=self.user_id)
+        except SessionNotFound:
+            return False
+        return True
+
+    def _open_record(
+        self, session_id: str | None, title: str | None, parent: str | None, model: str = ""
+    ) -> str:
+        if session_id and self._exists(session_id):
+            return session_id
+        record = self._store.create_session(
+            session_id or new_session_id(),
+            source=self._source,
+            user_id=self.user_id,
+            model=model,
+            title=title or "",
+            parent_session_id=parent,
+        )
+        return record.id
+
+    def switch_session(
+        self,
+        session_id: str | None = None,
+        *,
+        reason: SwitchReason = "new",
+        title: str | None = None,
+        messages: Sequence[Message] | None = None,
+    ) -> str:
+        """Rotate to another session: ``new``/``reset`` (fresh), ``resume`` (existing id),
+        ``branch`` (a child of the current session). Returns the new system prompt.
+
+        The old session is committed first (``on_session_end``), then providers get
+        ``on_session_switch(new, parent_session_id=..., reset=..., reason=...)``.
+        """
+        with self._lock:
+            old = self._session_id
+            if reason == "resume":
+                if not session_id or not self._exists(session_id):
+                    raise SessionNotFound(f"cannot resume: no session {session_id!r}")
+                new = session_id
+            else:
+                parent = old if reason == "branch" else None
+                new = self._open_record(None if reason != "new" else session_id, title, parent)
+            self._commit(old, messages, end_reason=reason)
+            self._session_id = new
+            self._turn_number = 0
+            self._manager.on_session_switch(
+                new,
+                parent_session_id=old if reason == "branch" else "",
+                reset=reason in ("new", "reset"),
+                reason=reason,
+            )
+            return self._rebuild_prompt()
+
+    def _commit(self, session_id: str, messages: Sequence[Message] | None, end_reason: str) -> None:
+        if not session_id:
+            return
+        history = list(messages) if messages is not None else self._history(session_id)
+        self._manager.on_session_end(history)
+        try:
+            self._store.end_session(session_id, end_reason=end_reason)
+        except MemoryportError as exc:
+            log.warning("could not mark session %s ended: %s", session_id, exc)
+
+    def _history(self, session_id: str) -> list[Message]:
+        try:
+            records = self._store.get_messages(session_id)
+        except MemoryportError as exc:
+            log.warning("could not read session %s for on_session_end: %s", session_id, exc)
+            return []
+        return [{"role": r.role, "content": r.content} for r in records]
+
+    def _rebuild_prompt(self) -> str:
+        if self._curated is not None:
+            self._curated.rebuild_snapshot()
+        self._system_prompt = self._manager.build_system_prompt()
+        return self._system_prompt
+
+    # ------------------------------------------------------------------ turns
+    def begin_turn(self, user_message: UserContent) -> Turn:
+        """Start a user turn: count it, ``on_turn_start``, recall once for the whole turn.
+
+        Any ``<memory-context>`` leaked into the user's text is stripped first, so recall
+        is queried with (and history keeps) the clean message.
+        """
+        if not self._initialized:
+            self.start_session()
+        clean = _clean_user_content(user_message)
+        query = flatten_content(clean)
+        with self._lock:
+            self._turn_number += 1
+            number = self._turn_number
+            session_id = self._session_id
+        self._manager.on_turn_start(number, query, session_id=session_id, platform=self._source)
+        contexts = self._manager.prefetch_all(query, session_id=session_id)
+        return Turn(
+            number=number,
+            session_id=session_id,
+            user_content=clean,
+            query=query,
+            contexts=contexts,
+            budget_chars=self.config.memory.context_budget_chars,
+            call_tool=self._turn_tool_caller(session_id),
+        )
+
+    def _turn_tool_caller(self, session_id: str) -> Callable[[str, Any, str], str]:
+        def call(name: str, args: Any, tool_call_id: str) -> str:
+            return self.call_tool(name, args, tool_call_id=tool_call_id, session_id=session_id)
+
+        return call
+
+    def end_turn(
+        self,
+        turn: Turn,
+        final_response: str | None,
+        *,
+        interrupted: bool = False,
+    ) -> None:
+        """Persist the turn's messages; on a completed turn sync providers and queue recall.
+
+        An interrupted or failed turn is persisted (what happened happened) but never
+        synced to external providers: partial tool chains are not conversational truth.
+        """
+        if turn.closed:
+            return
+        turn.closed = True
+        if final_response is not None:
+            turn.messages.append({"role": "assistant", "content": final_response})
+        try:
+            self._store.append_messages(turn.session_id, turn.messages)
+        except MemoryportError as exc:
+            log.warning("could not persist turn %d: %s", turn.number, exc)
+        if interrupted or not final_response or not turn.query.strip():
+            return
+        self._manager.sync_all(
+            turn.query, final_response, session_id=turn.session_id, messages=turn.messages
+        )
+        self._manager.queue_prefetch_all(turn.query, session_id=turn.session_id)
+
+    # ------------------------------------------------------------------ tools
+    def tool_schemas(self) -> list[ToolSchema]:
+        """Every tool schema (memory, session_search, provider tools), OpenAI function form."""
+        return self._manager.get_all_tool_schemas()
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        """The schemas wrapped for the chat-completions ``tools`` parameter."""
+        return [{"type": "function", "function": schema} for schema in self.tool_schemas()]
+
+    def call_tool(
+        self,
+        name: str,
+        args: Any,
+        *,
+        tool_call_id: str = "",
+        session_id: str = "",
+        source: str = "",
+    ) -> str:
+        """Run a memory tool and return its JSON result (errors are JSON too).
+
+        ``source`` labels who called (e.g. ``"background_review"``); curated writes report
+        it in the ``on_memory_write`` metadata.
+        """
+        extra = {"source": source} if source else {}
+        return self._manager.handle_tool_call(
+            name,
+            args,
+            tool_call_id=tool_call_id,
+            session_id=session_id or self._session_id,
+            **extra,
+        )
+
+    def delegated(self, task: str, result: str, *, child_session_id: str = "") -> None:
+        """Report a finished subagent task to providers (``on_delegation``)."""
+        self._manager.on_delegation(task, result, child_session_id=child_session_id)
+
+    # ------------------------------------------------------------------ compression
+    def compress(self, messages: Sequence[Message], summarize: Summarizer) -> CompressionResult:
+        """Compress the context: pre-compress hooks, summary, commit, rotate, switch.
+
+        Order: ``on_pre_compress`` (blocking) -> contributions handed to ``summarize`` ->
+        ``on_session_end`` for the old session (commit without shutdown) -> a new session
+        linked by ``parent_session_id`` -> system prompt rebuilt -> ``on_session_switch(
+        new, parent_session_id=old, reset=False, reason="compression")``.
+        """
+        contributions = self.collect_compression_context(messages)
+        summary = summarize(list(messages), [text for _, text in contributions])
+        return self.rotate_after_compression(messages, summary, contributions)
+
+    def collect_compression_context(self, messages: Sequence[Message]) -> list[ContextPair]:
+        """Step 1 of ``compress``: the providers' ``on_pre_compress`` contributions."""
+        return self._manager.on_pre_compress(messages)
+
+    def rotate_after_compression(
+        self, messages: Sequence[Message], summary: str, contributions: list[ContextPair]
+    ) -> CompressionResult:
+        """Step 2 of ``compress``: commit the old session and rotate to a linked new one."""
+        with self._lock:
+            old = self._session_id
+            self._commit(old, messages, end_reason="compression")
+            new = self._open_record(None, None, old)
+            self._session_id = new
+            if summary:
+                self._store.append_message(
+                    new, {"role": "user", "content": summary, "metadata": {"kind": "summary"}}
+                )
+            prompt = self._rebuild_prompt()
+            self._manager.on_session_switch(
+                new, parent_session_id=old, reset=False, reason="compression"
+            )
+            return CompressionResult(old, new, summary, list(contributions), prompt)
+
+    # ------------------------------------------------------------------ shutdown
+    def flush(self, timeout: float | None = None) -> int:
+        """Wait for queued provider work (syncs, mirrors); returns items still pending."""
+        return self._manager.flush(timeout)
+
+    def close(self, messages: Sequence[Message] | None = None) -> None:
+        """End the session (``on_session_end``) and shut providers down. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._initialized:
+                self._commit(self._session_id, messages, end_reason="close")
+        self._manager.shutdown_all()
+        self._store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _clean_user_content(content: UserContent) -> UserContent:
+    if isinstance(content, str):
+        return sanitize_context(content)
+    cleaned: list[dict[str, Any]] = []
+    for part in content:
+        part = dict(part)
+        if isinstance(part.get("text"), str):
+            part["text"] = sanitize_context(part["text"])
+        cleaned.append(part)
+    return cleaned
+
+
+def _close_at_exit(ref: weakref.ref[Memory]) -> None:
+    memory = ref()
+    if memory is not None:
+        memory.close()
+
+
+_OPEN_MEMORIES: weakref.WeakSet[Memory] = weakref.WeakSet()
+_previous_sigterm: Any = None
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    for memory in list(_OPEN_MEMORIES):
+        memory.close()
+    previous = _previous_sigterm
+    if callable(previous):
+        previous(signum, frame)
+    else:
+        raise SystemExit(128 + signum)
+
+
+def _install_sigterm_handler(memory: Memory) -> None:
+    """Close open ``Memory`` objects on SIGTERM (main thread only), chaining any handler."""
+    global _previous_sigterm
+    _OPEN_MEMORIES.add(memory)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    current = signal.getsignal(signal.SIGTERM)
+    if current is _on_sigterm:
+        return
+    _previous_sigterm = current if current not in (signal.SIG_DFL, signal.SIG_IGN) else None
+    signal.signal(signal.SIGTERM, _on_sigterm)

@@ -1,0 +1,253 @@
+"""``memoryport doctor``: find problems in the home directory and say how to fix each."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import stat
+import tempfile
+import uuid
+import warnings
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import click
+
+from memoryport.cli._common import echo_json, get_home, json_option
+from memoryport.config import ConfigWarning, config_path, env_path, load_config
+from memoryport.errors import MemoryportError
+from memoryport.plugins import discover, load
+
+__all__ = ["Check", "doctor_command", "run_checks"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One finding: ``status`` is ``ok``, ``warn`` or ``fail``; ``fix`` says what to do."""
+
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
+
+
+def _check_home(home: Path) -> Iterator[Check]:
+    if not home.exists():
+        yield Check("home", "warn", f"{home} does not exist yet", "run `memoryport setup`")
+        return
+    if not home.is_dir():
+        yield Check("home", "fail", f"{home} is not a directory", f"move {home} away")
+        return
+    mode = stat.S_IMODE(home.stat().st_mode)
+    if mode & 0o022:
+        yield Check("home", "fail", f"{home} is writable by others ({mode:o})", f"chmod 700 {home}")
+    elif mode & 0o044:
+        yield Check("home", "warn", f"{home} is readable by others ({mode:o})", f"chmod 700 {home}")
+    else:
+        yield Check("home", "ok", f"{home} ({mode:o})")
+
+
+def _check_env(home: Path) -> Iterator[Check]:
+    path = env_path(home)
+    if not path.exists():
+        yield Check(".env", "ok", "no secrets file")
+        return
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        yield Check(".env", "fail", f"{path} has mode {mode:o}", f"chmod 600 {path}")
+    else:
+        yield Check(".env", "ok", f"{path} ({mode:o})")
+
+
+def _check_config(home: Path) -> Iterator[Check]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConfigWarning)
+        try:
+            load_config(home)
+        except MemoryportError as exc:
+            yield Check("config", "fail", str(exc), f"edit {config_path(home)}")
+            return
+    for warning in caught:
+        if issubclass(warning.category, ConfigWarning):
+            yield Check("config", "warn", str(warning.message), "remove or rename the key")
+    yield Check("config", "ok", str(config_path(home)))
+
+
+@contextlib.contextmanager
+def _scratch_db(home: Path) -> Iterator[sqlite3.Connection]:
+    directory = home if home.is_dir() else Path(tempfile.gettempdir())
+    path = directory / f".doctor-{uuid.uuid4().hex}.db"
+    conn = sqlite3.connect(path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                Path(f"{path}{suffix}").unlink()
+
+
+def _check_sqlite(home: Path) -> Iterator[Check]:
+    version = sqlite3.sqlite_version
+    upgrade = "use a Python build whose SQLite has FTS5 (SQLite >= 3.34 for trigram)"
+    with _scratch_db(home) as conn:
+        try:
+            conn.execute("CREATE VIRTUAL TABLE t5 USING fts5(body)")
+            yield Check("sqlite fts5", "ok", f"SQLite {version}")
+        except sqlite3.OperationalError as exc:
+            yield Check("sqlite fts5", "fail", f"SQLite {version}: {exc}", upgrade)
+        try:
+            conn.execute("CREATE VIRTUAL TABLE t3 USING fts5(body, tokenize='trigram')")
+            yield Check("sqlite trigram", "ok", "trigram tokenizer available")
+        except sqlite3.OperationalError as exc:
+            yield Check("sqlite trigram", "warn", f"no trigram tokenizer: {exc}", upgrade)
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() == "wal":
+            yield Check("sqlite wal", "ok", "WAL journal works in the home directory")
+        else:
+            yield Check(
+                "sqlite wal",
+                "fail",
+                f"WAL is not supported here (journal_mode={mode})",
+                "put the home on a local file system (not NFS/SMB)",
+            )
+
+
+def _check_state_db(home: Path) -> Iterator[Check]:
+    path = home / "state.db"
+    if not path.exists():
+        return
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        yield Check("state.db", "fail", f"cannot open {path}: {exc}", "check its permissions")
+        return
+    try:
+        result = conn.execute("PRAGMA quick_check").fetchone()[0]
+        if result != "ok":
+            yield Check("state.db", "fail", f"integrity: {result}", f"restore {path} from backup")
+            return
+        has_table = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='_migrations'"
+        ).fetchone()
+        applied = (
+            [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY name")]
+            if has_table
+            else []
+        )
+    except sqlite3.Error as exc:
+        yield Check("state.db", "fail", f"{path}: {exc}", f"restore {path} from backup")
+        return
+    finally:
+        conn.close()
+    yield from _compare_migrations(applied)
+
+
+def _compare_migrations(applied: list[str]) -> Iterator[Check]:
+    try:
+        from memoryport.storage.sessions.migrations import MIGRATIONS
+    except ImportError:
+        yield Check("state.db", "ok", f"schema: {len(applied)} migrations applied")
+        return
+    known = [name for name, _ in MIGRATIONS]
+    unknown = sorted(set(applied) - set(known))
+    pending = [name for name in known if name not in applied]
+    if unknown:
+        yield Check(
+            "state.db",
+            "fail",
+            f"written by a newer memoryport (unknown migrations: {', '.join(unknown)})",
+            "upgrade memoryport",
+        )
+    elif pending:
+        yield Check(
+            "state.db",
+            "warn",
+            f"schema at {applied[-1] if applied else 'none'}; pending: {', '.join(pending)}",
+            "they are applied automatically the next time the session store opens",
+        )
+    else:
+        yield Check("state.db", "ok", f"schema up to date ({known[-1] if known else 'none'})")
+
+
+def _check_provider(home: Path) -> Iterator[Check]:
+    found = discover(home)
+    for problem in found.problems:
+        yield Check("plugins", "warn", problem, "remove or rename one of the plugins")
+    try:
+        name = load_config(home).memory.provider
+    except MemoryportError:
+        return
+    if not name:
+        yield Check("provider", "ok", "built-in memory only")
+        return
+    if found.get(name) is None:
+        yield Check(
+            "provider",
+            "fail",
+            f"{name!r} is selected but not installed",
+            f"install it (pip or <home>/plugins/{name}/), or `memoryport setup builtin`",
+        )
+        return
+    result = load(name, home, discovery=found)
+    if result.provider is None:
+        last = (result.traceback or result.error).strip().splitlines()[-1:]
+        yield Check(
+            "provider",
+            "fail",
+            f"{name!r} fails to load: {' '.join(last)}",
+            f"see `memoryport status` for the traceback; reinstall {name}",
+        )
+        return
+    try:
+        available = bool(result.provider.is_available())
+    except Exception as exc:
+        available = False
+        yield Check("provider", "warn", f"is_available() raised {exc!r}", "report it upstream")
+    if available:
+        yield Check("provider", "ok", f"{name!r} is available")
+    else:
+        yield Check(
+            "provider",
+            "fail",
+            f"{name!r} is not available (missing config, keys or dependencies)",
+            f"run `memoryport setup {name}` and check `memoryport status`",
+        )
+
+
+def run_checks(home: Path) -> list[Check]:
+    """Run every check against ``home`` and return the findings in order."""
+    checks: list[Check] = []
+    for group in (
+        _check_home,
+        _check_env,
+        _check_config,
+        _check_sqlite,
+        _check_state_db,
+        _check_provider,
+    ):
+        checks.extend(group(home))
+    return checks
+
+
+_MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+
+
+@click.command("doctor")
+@json_option
+def doctor_command(as_json: bool) -> None:
+    """Check the home, secrets, SQLite features, state.db and the provider; exit 1 on problems."""
+    home = get_home()
+    checks = run_checks(home)
+    failed = [c for c in checks if c.status == "fail"]
+    if as_json:
+        echo_json({"home": str(home), "ok": not failed, "checks": [asdict(c) for c in checks]})
+    else:
+        for check in checks:
+            click.echo(f"[{_MARK[check.status]}] {check.name}: {check.detail}")
+            if check.fix and check.status != "ok":
+                click.echo(f"       fix: {check.fix}")
+        click.echo(f"{len(failed)} problem(s) found." if failed else "No problems found.")
+    if failed:
+        raise SystemExit(1)

@@ -1,0 +1,509 @@
+"""Home directory, profiles, ``config.yaml`` and ``.env``.
+
+Everything memoryport writes lives under one *home* directory::
+
+    resolve_home()                       # $MEMORYPORT_HOME or ~/.memoryport
+    resolve_home(profile="work")         # <home>/profiles/work
+
+``config.yaml`` holds a ``memory:``, a ``sessions:`` and an ``agent:`` block plus one
+section per provider (the top-level key is the provider name). Secrets live in
+``<home>/.env`` (mode 0600); real environment variables override it. Nothing here does
+I/O at import time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import yaml
+
+from memoryport.config.envfile import (
+    atomic_write,
+    env_path,
+    get_secret,
+    load_env_into_environ,
+    parse_env,
+    read_env,
+    write_env,
+)
+from memoryport.errors import ConfigError
+from memoryport.provider import validate_config
+
+__all__ = [
+    "DEFAULT_HOME",
+    "AgentSettings",
+    "Config",
+    "ConfigWarning",
+    "MemorySettings",
+    "SessionSettings",
+    "block_fields",
+    "coerce",
+    "config_from_dict",
+    "config_path",
+    "env_path",
+    "get_secret",
+    "get_value",
+    "load_config",
+    "load_env_into_environ",
+    "missing_env_vars",
+    "parse_env",
+    "profile_name",
+    "provider_env_var",
+    "read_env",
+    "resolve_home",
+    "save_config",
+    "set_value",
+    "validate_name",
+    "validate_provider_config",
+    "write_env",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HOME = Path("~/.memoryport")
+"""Where the home is when neither ``--home`` nor ``MEMORYPORT_HOME`` says otherwise."""
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ConfigWarning(UserWarning):
+    """A non-fatal configuration problem, such as an unknown key in ``config.yaml``."""
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """The ``memory:`` block: built-in memory and provider selection."""
+
+    memory_enabled: bool = True
+    user_profile_enabled: bool = True
+    memory_char_limit: int = 2200
+    user_char_limit: int = 1375
+    provider: str = ""
+    max_external_providers: int = 1
+    prefetch_deadline_s: float = 5.0
+    context_budget_chars: int = 4000
+    nudge_interval: int = 10
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """The ``sessions:`` block: where the searchable session history is stored."""
+
+    backend: str = "sqlite"
+    dsn: str = ""
+    hidden_sources: list[str] = field(default_factory=lambda: ["tool", "subagent"])
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """The ``agent:`` block: settings of the reference agent loop (``memoryport chat``)."""
+
+    model: str = "gpt-4o-mini"
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    compression_threshold_chars: int = 60000
+    max_tool_iterations: int = 8
+    system_prompt: str = ""
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole of ``config.yaml``; ``providers`` maps a provider name to its section.
+
+    ``hermes_sections`` holds provider sections written the Hermes way, nested under
+    ``memory:`` (``memory.<provider>: {...}``); they are read, kept on save, never moved.
+    """
+
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    sessions: SessionSettings = field(default_factory=SessionSettings)
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    providers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hermes_sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def provider_section(self, name: str) -> dict[str, Any]:
+        """A provider's settings: the top-level section over the ``memory.<name>`` one."""
+        return {**self.hermes_sections.get(name, {}), **self.providers.get(name, {})}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the YAML-ready form: the three blocks, then one key per provider."""
+        data: dict[str, Any] = {
+            "memory": dataclasses.asdict(self.memory),
+            "sessions": dataclasses.asdict(self.sessions),
+            "agent": dataclasses.asdict(self.agent),
+        }
+        for name, section in self.providers.items():
+            data[name] = dict(section)
+        return data
+
+
+_BLOCKS: dict[str, type[Any]] = {
+    "memory": MemorySettings,
+    "sessions": SessionSettings,
+    "agent": AgentSettings,
+}
+
+# Extra constraints checked after the type: (choices, minimum).
+_CONSTRAINTS: dict[str, tuple[tuple[str, ...] | None, float | None]] = {
+    "memory.memory_char_limit": (None, 1),
+    "memory.user_char_limit": (None, 1),
+    "memory.max_external_providers": (None, 0),
+    "memory.prefetch_deadline_s": (None, 0),
+    "memory.context_budget_chars": (None, 0),
+    "memory.nudge_interval": (None, 0),
+    "sessions.backend": (("sqlite", "postgres"), None),
+    "agent.compression_threshold_chars": (None, 1),
+    "agent.max_tool_iterations": (None, 1),
+}
+
+
+# --------------------------------------------------------------------------- home
+
+
+def validate_name(name: str, what: str = "name") -> str:
+    """Return ``name`` if it is a safe single path component, else raise ``ConfigError``.
+
+    Allowed: letters, digits, ``_``, ``-`` and ``.``, starting with a letter or digit, at
+    most 64 characters. So no path separators, no ``..``, nothing empty.
+    """
+    if not isinstance(name, str) or not _NAME_RE.match(name) or set(name) <= {"."}:
+        raise ConfigError(
+            f"{what}: {name!r} is not valid; expected letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit (at most 64 characters, no path separators)"
+        )
+    return name
+
+
+def _base_home(home: str | os.PathLike[str] | None) -> Path:
+    if home is None or str(home) == "":
+        home = os.environ.get("MEMORYPORT_HOME") or DEFAULT_HOME
+    return Path(home).expanduser().absolute()
+
+
+def resolve_home(home: str | os.PathLike[str] | None = None, profile: str | None = None) -> Path:
+    """Return the active home directory (not created).
+
+    ``home`` defaults to ``$MEMORYPORT_HOME`` or ``~/.memoryport``; ``profile`` defaults to
+    ``$MEMORYPORT_PROFILE``. A profile other than ``default`` selects
+    ``<home>/profiles/<profile>/``, which then scopes every path (memories, state.db,
+    plugins, provider data, .env).
+    """
+    base = _base_home(home)
+    if profile is None:
+        profile = os.environ.get("MEMORYPORT_PROFILE") or None
+    if not profile or profile == "default":
+        return base
+    return base / "profiles" / validate_name(profile, "profile")
+
+
+def profile_name(home: Path) -> str:
+    """Return the profile a resolved home belongs to (``default`` for the root home)."""
+    if home.parent.name == "profiles":
+        return home.name
+    return "default"
+
+
+def config_path(home: Path) -> Path:
+    """Path of ``config.yaml`` in ``home``."""
+    return home / "config.yaml"
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _type_name(tp: Any) -> str:
+    return {
+        bool: "a boolean (true/false)",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+    }.get(tp, "a list of strings")
+
+
+def _check_value(dotted: str, value: Any, tp: Any) -> Any:
+    """Validate one value against its declared type; return it normalised."""
+    ok: bool
+    if tp is bool:
+        ok = isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif tp is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif tp is str:
+        ok = isinstance(value, str)
+    else:  # list[str]
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if not ok:
+        raise ConfigError(f"{dotted}: {value!r} is not valid; expected {_type_name(tp)}")
+    choices, minimum = _CONSTRAINTS.get(dotted, (None, None))
+    if choices is not None and value not in choices:
+        raise ConfigError(f"{dotted}: {value!r} is not one of {', '.join(choices)}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{dotted}: {value!r} is not valid; expected at least {minimum:g}")
+    return value
+
+
+def _hints(block: type[Any]) -> dict[str, Any]:
+    raw = get_type_hints(block)
+    return {
+        name: (list if getattr(tp, "__origin__", None) is list else tp) for name, tp in raw.items()
+    }
+
+
+def _build_block(name: str, raw: Any, source: str) -> Any:
+    block = _BLOCKS[name]
+    if raw is None:
+        return block()
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{name}: {raw!r} is not valid; expected a mapping of settings")
+    hints = _hints(block)
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        dotted = f"{name}.{key}"
+        if key not in hints:
+            _warn(f"{source}: unknown key {dotted!r} ignored (known: {', '.join(hints)})")
+            continue
+        values[key] = _check_value(dotted, value, hints[key])
+    return block(**values)
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, ConfigWarning, stacklevel=4)
+    logger.warning("%s", message)
+
+
+def config_from_dict(data: Mapping[str, Any], source: str = "config") -> Config:
+    """Build a validated ``Config`` from a parsed YAML mapping.
+
+    Unknown keys inside a block warn (``ConfigWarning``); a wrong type raises
+    ``ConfigError`` naming the key, the value and what was expected.
+    """
+    memory_raw = data.get("memory")
+    hermes_sections: dict[str, dict[str, Any]] = {}
+    if isinstance(memory_raw, Mapping):
+        known = _hints(MemorySettings)
+        hermes_sections = {
+            str(k): dict(v)
+            for k, v in memory_raw.items()
+            if k not in known and isinstance(v, Mapping)
+        }
+        data = {**data, "memory": {k: v for k, v in memory_raw.items() if k not in hermes_sections}}
+    blocks = {name: _build_block(name, data.get(name), source) for name in _BLOCKS}
+    providers: dict[str, dict[str, Any]] = {}
+    for key, value in data.items():
+        if key in _BLOCKS:
+            continue
+        if isinstance(value, Mapping):
+            providers[str(key)] = dict(value)
+        elif value is None:
+            providers[str(key)] = {}
+        else:
+            _warn(
+                f"{source}: unknown top-level key {key!r} ignored (provider sections must "
+                "be mappings)"
+            )
+    return Config(providers=providers, hermes_sections=hermes_sections, **blocks)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def load_config(home: Path) -> Config:
+    """Read ``<home>/config.yaml``; a missing file gives the defaults."""
+    path = config_path(home)
+    return config_from_dict(_read_yaml(path), source=str(path))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _merge(base: dict[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in updates.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merge(dict(merged[key]), value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def save_config(home: Path, config_or_updates: Config | Mapping[str, Any]) -> Config:
+    """Write ``config.yaml`` and return the resulting validated ``Config``.
+
+    A ``Config`` or a mapping (``{"memory": {"provider": "x"}}``) is merged into what is
+    on disk, so keys memoryport does not model (such as a Hermes provider's
+    ``memory.<name>`` section) survive. The result is validated before anything is written.
+    """
+    path = config_path(home)
+    updates = (
+        config_or_updates.to_dict() if isinstance(config_or_updates, Config) else config_or_updates
+    )
+    data = _merge(_read_yaml(path), updates)
+    config = config_from_dict(data, source=str(path))
+    with atomic_write(path) as handle:
+        yaml.safe_dump(data, handle, sort_keys=False, default_flow_style=False)
+    return config
+
+
+def _split_key(dotted: str) -> tuple[str, str]:
+    section, sep, key = dotted.partition(".")
+    if not sep or not section or not key:
+        raise ConfigError(
+            f"{dotted!r} is not a valid key; expected SECTION.KEY, e.g. memory.provider"
+        )
+    return section, key
+
+
+def get_value(home: Path, dotted: str) -> Any:
+    """Return one setting, e.g. ``get_value(home, "memory.provider")``.
+
+    Block settings fall back to their defaults; an unknown key raises ``ConfigError``.
+    """
+    section, key = _split_key(dotted)
+    config = load_config(home)
+    if section in _BLOCKS:
+        block = getattr(config, section)
+        if key not in _hints(type(block)):
+            raise ConfigError(
+                f"{dotted}: unknown setting (known: {', '.join(_hints(type(block)))})"
+            )
+        return getattr(block, key)
+    values = config.provider_section(section)
+    if key not in values:
+        raise ConfigError(f"{dotted}: not set")
+    return values[key]
+
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+def coerce(dotted: str, value: Any, tp: Any) -> Any:
+    """Convert a command-line string to ``tp`` (bool/int/float/str/list); raise ConfigError."""
+    if not isinstance(value, str) or tp is str:
+        return value
+    text = value.strip()
+    try:
+        if tp is bool:
+            if text.lower() in _TRUE | _FALSE:
+                return text.lower() in _TRUE
+            raise ValueError(text)
+        if tp is int:
+            return int(text)
+        if tp is float:
+            return float(text)
+    except ValueError:
+        raise ConfigError(f"{dotted}: {value!r} is not valid; expected {_type_name(tp)}") from None
+    if tp is list:
+        if text.startswith("["):
+            parsed = yaml.safe_load(text)
+            if isinstance(parsed, list):
+                return [str(v) for v in parsed]
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
+def _guess_scalar(value: str) -> Any:
+    """Provider sections have no declared types: read YAML scalars (``3`` -> 3, ``true``)."""
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return value
+    return parsed if isinstance(parsed, bool | int | float | str | list) else value
+
+
+def set_value(home: Path, dotted: str, value: Any) -> Config:
+    """Set one setting and write ``config.yaml``; strings are coerced to the declared type."""
+    section, key = _split_key(dotted)
+    if section in _BLOCKS:
+        hints = _hints(_BLOCKS[section])
+        if key not in hints:
+            raise ConfigError(f"{dotted}: unknown setting (known: {', '.join(hints)})")
+        value = coerce(dotted, value, hints[key])
+    else:
+        validate_name(section, "provider section")
+        if isinstance(value, str):
+            value = _guess_scalar(value)
+    return save_config(home, {section: {key: value}})
+
+
+# --------------------------------------------------------------------------- providers
+
+
+def provider_env_var(provider: str, fieldspec: Mapping[str, Any]) -> str:
+    """Environment variable of a schema field: its ``env_var``, else ``<PROVIDER>_<KEY>``."""
+    explicit = fieldspec.get("env_var")
+    if isinstance(explicit, str) and explicit:
+        return explicit
+    return re.sub(r"[^A-Z0-9_]", "_", f"{provider}_{fieldspec.get('key', '')}".upper())
+
+
+def validate_provider_config(
+    provider: str,
+    schema: Sequence[Mapping[str, Any]],
+    config: Config,
+    home: Path,
+) -> list[str]:
+    """Check a provider's config section (plus secrets from env/.env) against its schema.
+
+    Returns every problem at once (empty when valid). Secret and ``env_var`` fields count
+    as present when their environment variable is set in the environment or ``.env``.
+    Only the top-level section is checked: a Hermes-style ``memory.<name>`` section
+    belongs to the provider, which reads and validates it itself.
+    """
+    values = dict(config.providers.get(provider, {}))
+    for spec in schema:
+        key = spec.get("key")
+        if not isinstance(key, str) or key in values:
+            continue
+        if spec.get("secret") or spec.get("env_var"):
+            secret = get_secret(home, provider_env_var(provider, spec))
+            if secret is not None:
+                values[key] = secret
+    return validate_config(schema, values)
+
+
+def missing_env_vars(
+    provider: str, schema: Sequence[Mapping[str, Any]], config: Config, home: Path
+) -> list[str]:
+    """Names of environment variables a provider requires that are set nowhere."""
+    section = config.provider_section(provider)
+    missing: list[str] = []
+    for spec in schema:
+        if not (spec.get("secret") or spec.get("env_var")) or not spec.get("required"):
+            continue
+        if spec.get("key") in section or spec.get("default") not in (None, ""):
+            continue
+        name = provider_env_var(provider, spec)
+        if get_secret(home, name) is None:
+            missing.append(name)
+    return missing
+
+
+def block_fields() -> dict[str, list[str]]:
+    """The known keys of each block, for help texts and completion."""
+    return {name: [f.name for f in fields(block)] for name, block in _BLOCKS.items()}

@@ -1,0 +1,178 @@
+"""``plugin.yaml``: the metadata a provider ships, read without importing the provider."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memoryport.errors import PluginError
+
+__all__ = [
+    "ExternalDependency",
+    "PluginManifest",
+    "normalize_config_fields",
+    "parse_manifest",
+    "read_manifest",
+    "validate_plugin_name",
+]
+
+_PLUGIN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def validate_plugin_name(name: str) -> str:
+    """Return ``name`` when it is a safe plugin name, else raise ``PluginError``.
+
+    A plugin name becomes a directory name and a config key: no path separators, not
+    empty, not made of dots only, letters/digits/``_``/``-``/``.`` only.
+    """
+    if not isinstance(name, str) or not _PLUGIN_NAME_RE.match(name) or set(name) <= {"."}:
+        raise PluginError(
+            f"invalid plugin name {name!r}: use letters, digits, '_', '-' or '.', starting "
+            "with a letter or digit, no path separators",
+            plugin=str(name),
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class ExternalDependency:
+    """A non-Python requirement: ``check`` is a command that succeeds when it is present."""
+
+    name: str
+    install: str = ""
+    check: str = ""
+
+
+@dataclass(frozen=True)
+class PluginManifest:
+    """The parsed ``plugin.yaml`` of one provider.
+
+    ``config`` holds the seed-02 form of settings, normalised to ``ConfigField`` dicts
+    (``label`` becomes ``description``). ``builtin: true`` marks memoryport's own built-in
+    providers, which are created by factories and are not selectable.
+    """
+
+    name: str
+    version: str = ""
+    description: str = ""
+    pip_dependencies: tuple[str, ...] = ()
+    external_dependencies: tuple[ExternalDependency, ...] = ()
+    hooks: tuple[str, ...] = ()
+    config: tuple[dict[str, Any], ...] = ()
+    requires_env: tuple[str, ...] = ()
+    builtin: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            "description": self.description,
+            "pip_dependencies": list(self.pip_dependencies),
+            "external_dependencies": [vars(d) for d in self.external_dependencies],
+            "hooks": list(self.hooks),
+            "config": [dict(c) for c in self.config],
+            "requires_env": list(self.requires_env),
+        }
+
+
+def _str_list(value: Any, key: str, source: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str | int | float) for v in value):
+        raise PluginError(f"{source}: {key} must be a list of strings, got {value!r}")
+    return tuple(str(v) for v in value)
+
+
+def normalize_config_fields(raw: Any, source: str = "plugin.yaml") -> tuple[dict[str, Any], ...]:
+    """Normalise a ``config:`` list of {key, label/description, default, required, secret}."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise PluginError(f"{source}: config must be a list of fields, got {raw!r}")
+    out: list[dict[str, Any]] = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
+            raise PluginError(f"{source}: config field #{index} needs a 'key', got {item!r}")
+        spec = dict(item)
+        label = spec.pop("label", None)
+        if label is not None and "description" not in spec:
+            spec["description"] = str(label)
+        out.append(spec)
+    return tuple(out)
+
+
+def _external(raw: Any, source: str) -> tuple[ExternalDependency, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise PluginError(f"{source}: external_dependencies must be a list, got {raw!r}")
+    deps: list[ExternalDependency] = []
+    for item in raw:
+        if isinstance(item, str):
+            deps.append(ExternalDependency(name=item))
+        elif isinstance(item, Mapping) and item.get("name"):
+            deps.append(
+                ExternalDependency(
+                    name=str(item["name"]),
+                    install=str(item.get("install") or ""),
+                    check=str(item.get("check") or ""),
+                )
+            )
+        else:
+            raise PluginError(f"{source}: external dependency needs a 'name', got {item!r}")
+    return tuple(deps)
+
+
+_KNOWN = {
+    "name",
+    "version",
+    "description",
+    "pip_dependencies",
+    "external_dependencies",
+    "hooks",
+    "config",
+    "requires_env",
+    "builtin",
+}
+
+
+def parse_manifest(data: Any, default_name: str, source: str = "plugin.yaml") -> PluginManifest:
+    """Build a manifest from parsed YAML; ``default_name`` is used when ``name`` is absent."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise PluginError(f"{source}: expected a mapping, got {type(data).__name__}")
+    return PluginManifest(
+        name=str(data.get("name") or default_name),
+        version=str(data.get("version") or ""),
+        description=str(data.get("description") or "").strip(),
+        pip_dependencies=_str_list(data.get("pip_dependencies"), "pip_dependencies", source),
+        external_dependencies=_external(data.get("external_dependencies"), source),
+        hooks=_str_list(data.get("hooks"), "hooks", source),
+        config=normalize_config_fields(data.get("config"), source),
+        requires_env=_str_list(data.get("requires_env"), "requires_env", source),
+        builtin=data.get("builtin") is True,
+        extra={k: v for k, v in data.items() if k not in _KNOWN},
+    )
+
+
+def read_manifest(path: Path, default_name: str) -> PluginManifest:
+    """Read and parse a ``plugin.yaml`` file; a missing file gives a name-only manifest."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return PluginManifest(name=default_name)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PluginError(f"{path}: not valid YAML: {exc}", plugin=default_name) from exc
+    return parse_manifest(data, default_name, str(path))

@@ -1,0 +1,30 @@
+"""Built-in curated memory: ``MEMORY.md`` (agent notes) and ``USER.md`` (user profile).
+
+- :class:`CuratedMemory`: the plain-Python store API (used by the CLI and the provider).
+- :class:`BuiltinMemoryProvider` / :func:`create_builtin_provider`: the provider the manager
+  registers, with the ``memory`` tool and the frozen system-prompt snapshot.
+"""
+
+from memoryport.providers.builtin.prompt import Usage
+from memoryport.providers.builtin.provider import BuiltinMemoryProvider, create_builtin_provider
+from memoryport.providers.builtin.store import (
+    Change,
+    CuratedMemory,
+    Snapshot,
+    WriteResult,
+    safe_user_id,
+)
+from memoryport.providers.builtin.tool import MEMORY_TOOL_SCHEMA, run_memory_tool
+
+__all__ = [
+    "MEMORY_TOOL_SCHEMA",
+    "BuiltinMemoryProvider",
+    "Change",
+    "CuratedMemory",
+    "Snapshot",
+    "Usage",
+    "WriteResult",
+    "create_builtin_provider",
+    "run_memory_tool",
+    "safe_user_id",
+]

@@ -1,0 +1,205 @@
+"""``BuiltinMemoryProvider``: curated memory (``MEMORY.md``/``USER.md``) as a provider.
+
+It exposes the ``memory`` tool, returns the frozen snapshot from ``system_prompt_block()``
+and reports every successful write to the listener the manager installs (the
+``MemoryWriteSource`` capability), so other providers can mirror it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from memoryport._builtin import mark_builtin
+from memoryport.errors import ConfigError
+from memoryport.provider import ConfigField, MemoryProvider, MemoryWriteListener
+from memoryport.providers.builtin.store import (
+    DEFAULT_MEMORY_CHAR_LIMIT,
+    DEFAULT_USER_CHAR_LIMIT,
+    Change,
+    CuratedMemory,
+)
+from memoryport.providers.builtin.tool import (
+    MEMORY_TOOL_NAME,
+    memory_tool_schema,
+    run_memory_tool,
+)
+from memoryport.types import ToolSchema
+
+__all__ = ["BuiltinMemoryProvider", "create_builtin_provider"]
+
+log = logging.getLogger(__name__)
+
+_CONFIG_SCHEMA: list[ConfigField] = [
+    {"key": "memory_enabled", "description": "Keep agent notes (MEMORY.md).",
+     "type": "boolean", "default": True},
+    {"key": "user_profile_enabled", "description": "Keep a user profile (USER.md).",
+     "type": "boolean", "default": True},
+    {"key": "memory_char_limit", "description": "Character budget of MEMORY.md.",
+     "type": "integer", "default": DEFAULT_MEMORY_CHAR_LIMIT, "minimum": 1},
+    {"key": "user_char_limit", "description": "Character budget of USER.md.",
+     "type": "integer", "default": DEFAULT_USER_CHAR_LIMIT, "minimum": 1},
+]  # fmt: skip
+
+
+class BuiltinMemoryProvider(MemoryProvider):
+    """The compact always-on memory: agent notes and user profile, curated by the model.
+
+    Use :func:`create_builtin_provider` to get one; the manager recognises the objects that
+    factory creates as built-in (by identity, not by the name ``"builtin"``).
+    """
+
+    def __init__(
+        self,
+        home: Path | str | None = None,
+        *,
+        memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT,
+        user_char_limit: int = DEFAULT_USER_CHAR_LIMIT,
+        memory_enabled: bool = True,
+        user_profile_enabled: bool = True,
+        lock_timeout: float = 10.0,
+    ) -> None:
+        self._default_home = Path(home).expanduser() if home is not None else None
+        self._memory_char_limit = memory_char_limit
+        self._user_char_limit = user_char_limit
+        self._memory_enabled = memory_enabled
+        self._user_profile_enabled = user_profile_enabled
+        self._lock_timeout = lock_timeout
+        self._store: CuratedMemory | None = None
+        self._session_id = ""
+        self._listener: MemoryWriteListener | None = None
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def name(self) -> str:
+        """Always ``"builtin"``."""
+        return "builtin"
+
+    def is_available(self) -> bool:
+        """Always True: curated memory needs nothing but a writable home directory."""
+        return True
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        """Open the store under ``kwargs["home"]`` (or ``hermes_home``) and freeze the snapshot.
+
+        ``kwargs["user_id"]`` selects that user's own profile file. Raises ``ConfigError``
+        when no home directory is known.
+        """
+        home_value = kwargs.get("home") or kwargs.get("hermes_home") or self._default_home
+        if not home_value:
+            raise ConfigError("The builtin memory provider needs a home directory (home=...).")
+        self._session_id = session_id
+        self._store = self._open(Path(home_value), str(kwargs.get("user_id") or ""))
+        self._store.load()
+
+    def get_tool_schemas(self) -> list[ToolSchema]:
+        """``[memory tool schema]``, or ``[]`` when both targets are disabled."""
+        return [memory_tool_schema()] if self._any_enabled else []
+
+    # ------------------------------------------------------------------ use
+    @property
+    def store(self) -> CuratedMemory | None:
+        """The open store (None before ``initialize`` when no home was given)."""
+        if self._store is None and self._default_home is not None:
+            self._store = self._open(self._default_home, "")
+        return self._store
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        """Run the ``memory`` tool; always returns a JSON string, never raises.
+
+        ``kwargs`` may carry ``tool_call_id``, ``session_id`` and ``source``; they are passed
+        to the write listener in the metadata.
+        """
+        if tool_name != MEMORY_TOOL_NAME:
+            return super().handle_tool_call(tool_name, args, **kwargs)
+        store = self.store if self._any_enabled else None
+        outcome = run_memory_tool(store, args)
+        if outcome.result is not None:
+            for change in outcome.result.changes:
+                self._notify(change, kwargs)
+        return outcome.text
+
+    def system_prompt_block(self) -> str:
+        """The snapshot frozen at ``initialize`` (or the last ``rebuild_snapshot``)."""
+        return self._store.snapshot.text if self._store is not None else ""
+
+    def rebuild_snapshot(self) -> str:
+        """Re-read the files and freeze a new snapshot now; returns its text."""
+        store = self.store
+        return store.load().text if store is not None else ""
+
+    def on_session_switch(
+        self,
+        new_session_id: str,
+        *,
+        parent_session_id: str = "",
+        reset: bool = False,
+        reason: str = "",
+        **kwargs: Any,
+    ) -> None:
+        """Track the new session id for write metadata; the snapshot stays frozen."""
+        self._session_id = new_session_id
+
+    def set_memory_write_listener(self, listener: MemoryWriteListener) -> None:
+        """Install the callback called after every successful add/replace/remove."""
+        self._listener = listener
+
+    def get_config_schema(self) -> list[ConfigField]:
+        """Enable switches and character budgets of the two targets."""
+        return [dict(field) for field in _CONFIG_SCHEMA]  # type: ignore[misc]
+
+    # ------------------------------------------------------------------ internals
+    def _open(self, home: Path, user_id: str) -> CuratedMemory:
+        return CuratedMemory(
+            home,
+            user_id=user_id,
+            memory_char_limit=self._memory_char_limit,
+            user_char_limit=self._user_char_limit,
+            memory_enabled=self._memory_enabled,
+            user_profile_enabled=self._user_profile_enabled,
+            lock_timeout=self._lock_timeout,
+        )
+
+    @property
+    def _any_enabled(self) -> bool:
+        return self._memory_enabled or self._user_profile_enabled
+
+    def _notify(self, change: Change, call_kwargs: dict[str, Any]) -> None:
+        if self._listener is None:
+            return
+        metadata: dict[str, Any] = {
+            "session_id": str(call_kwargs.get("session_id") or self._session_id),
+            "tool_call_id": str(call_kwargs.get("tool_call_id") or ""),
+            "source": str(call_kwargs.get("source") or "memory_tool"),
+        }
+        if change.action != "add":
+            metadata["old_text"] = change.old_text
+        if change.action == "replace":
+            metadata["previous"] = change.previous
+        if change.action == "remove":
+            metadata["removed"] = change.previous
+        try:
+            self._listener(change.action, change.target, change.content, metadata)
+        except Exception:
+            log.warning("memory write listener failed", exc_info=True)
+
+
+def create_builtin_provider(
+    home: Path | None = None,
+    *,
+    memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT,
+    user_char_limit: int = DEFAULT_USER_CHAR_LIMIT,
+    memory_enabled: bool = True,
+    user_profile_enabled: bool = True,
+) -> BuiltinMemoryProvider:
+    """Create the built-in curated-memory provider and mark it as memoryport's own."""
+    provider = BuiltinMemoryProvider(
+        home,
+        memory_char_limit=memory_char_limit,
+        user_char_limit=user_char_limit,
+        memory_enabled=memory_enabled,
+        user_profile_enabled=user_profile_enabled,
+    )
+    mark_builtin(provider)
+    return provider

@@ -1,0 +1,354 @@
+"""``CuratedMemory``: the plain-Python API over ``MEMORY.md`` and ``USER.md``.
+
+Layout under ``home``::
+
+    memories/MEMORY.md                    agent notes (shared by every user)
+    memories/USER.md                      user profile (single-user layout)
+    memories/users/<safe-id>/USER.md      user profile when a ``user_id`` is given
+
+Each target is one :class:`~memoryport.storage.markdown.MarkdownFile` plus a
+:class:`TargetSpec`; nothing branches on target names. Mutations scan the new content first
+(``memoryport.safety``; nothing is persisted when it fails), then run under the file lock on
+freshly re-read entries with the drift guard. Errors are raised as ``MemoryStoreError``,
+``DriftError`` or ``UnsafeContent``; the tool layer turns them into JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memoryport import safety
+from memoryport.errors import MemoryStoreError
+from memoryport.providers.builtin.editor import (
+    Change,
+    Editor,
+    TargetSpec,
+    WriteResult,
+    clean_content,
+    clean_old_text,
+    parse_operation,
+)
+from memoryport.providers.builtin.prompt import Usage, compose_prompt, render_block
+from memoryport.storage.markdown import FileState, MarkdownFile, parse_entries
+
+__all__ = [
+    "DEFAULT_MEMORY_CHAR_LIMIT",
+    "DEFAULT_USER_CHAR_LIMIT",
+    "Change",
+    "CuratedMemory",
+    "Snapshot",
+    "TargetSpec",
+    "WriteResult",
+    "safe_user_id",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MEMORY_CHAR_LIMIT = 2200
+"""Default whole-file budget of ``MEMORY.md`` in characters."""
+DEFAULT_USER_CHAR_LIMIT = 1375
+"""Default whole-file budget of ``USER.md`` in characters."""
+
+_SAFE_ID = re.compile(r"[a-z0-9_-]{1,64}")
+_RESERVED_IDS = frozenset(
+    {"con", "prn", "aux", "nul"}
+    | {f"com{i}" for i in range(1, 10)}
+    | {f"lpt{i}" for i in range(1, 10)}
+)
+
+
+def safe_user_id(user_id: str) -> str:
+    """The directory name for ``user_id``: the id itself when it is already safe, else hashed.
+
+    Ids of 1-64 characters from ``[a-z0-9_-]`` (not a Windows device name) are used as is.
+    Anything else (``../x``, ``/etc``, ``a/b``, ``.``, NUL bytes, upper case, very long ids)
+    becomes ``<cleaned>.<sha256 prefix>``; the dot never occurs in a pass-through id, so two
+    different user ids never share a directory. Raises ``ValueError`` for an empty id.
+    """
+    if not user_id:
+        raise ValueError("user_id must be a non-empty string")
+    if _SAFE_ID.fullmatch(user_id) and user_id not in _RESERVED_IDS:
+        return user_id
+    cleaned = re.sub(r"[^a-z0-9_-]+", "_", user_id.lower()).strip("_")[:40] or "user"
+    digest = hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{cleaned}.{digest}"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The frozen system-prompt text captured by :meth:`CuratedMemory.load`."""
+
+    text: str = ""
+    blocks: Mapping[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+class CuratedMemory:
+    """Agent notes (``memory``) and user profile (``user``) under ``<home>/memories``.
+
+    Reads take no lock and never create anything. Every mutation is scanned, locked,
+    re-read, drift-checked and written atomically; see the module docstring for the layout.
+    ``load()`` captures the frozen system-prompt snapshot; ``snapshot`` returns it until
+    the next ``load()``.
+    """
+
+    def __init__(
+        self,
+        home: Path | str,
+        *,
+        user_id: str = "",
+        memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT,
+        user_char_limit: int = DEFAULT_USER_CHAR_LIMIT,
+        memory_enabled: bool = True,
+        user_profile_enabled: bool = True,
+        lock_timeout: float = 10.0,
+    ) -> None:
+        self.home = Path(home).expanduser()
+        self.user_id = user_id
+        memories = self.home / "memories"
+        user_dir = memories / "users" / safe_user_id(user_id) if user_id else memories
+        layout = (
+            (TargetSpec("memory", "MEMORY.md", "MEMORY (your personal notes)",
+                        memory_char_limit, memory_enabled), memories),
+            (TargetSpec("user", "USER.md", "USER PROFILE (who the user is)",
+                        user_char_limit, user_profile_enabled), user_dir),
+        )  # fmt: skip
+        self._specs = {spec.name: spec for spec, _ in layout}
+        self._files = {
+            spec.name: MarkdownFile(
+                directory / spec.filename, char_limit=spec.char_limit, lock_timeout=lock_timeout
+            )
+            for spec, directory in layout
+        }
+        self._snapshot = Snapshot()
+
+    def __repr__(self) -> str:
+        return f"CuratedMemory({str(self.home)!r}, user_id={self.user_id!r})"
+
+    # ------------------------------------------------------------------ targets
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """All target names, enabled or not: ``("memory", "user")``."""
+        return tuple(self._specs)
+
+    def spec(self, target: str) -> TargetSpec:
+        """The :class:`TargetSpec` of ``target``; ``MemoryStoreError`` for an unknown one."""
+        try:
+            return self._specs[target]
+        except (KeyError, TypeError):
+            names = "' or '".join(self._specs)
+            raise MemoryStoreError(f"Invalid target '{target}'. Use '{names}'.") from None
+
+    def is_enabled(self, target: str) -> bool:
+        """True when ``target`` accepts writes and appears in the snapshot."""
+        return self.spec(target).enabled
+
+    def path(self, target: str) -> Path:
+        """The file backing ``target`` (it may not exist yet)."""
+        self.spec(target)
+        return self._files[target].path
+
+    # ------------------------------------------------------------------ reads
+    def entries(self, target: str) -> list[str]:
+        """The live entries of ``target`` as on disk now (``[]`` for a missing file)."""
+        self.spec(target)
+        return self._files[target].read_entries()
+
+    def usage(self, target: str) -> Usage:
+        """Characters used by ``target`` against its budget."""
+        return Usage.of(self.entries(target), self.spec(target).char_limit)
+
+    def blocked(self, target: str) -> dict[int, list[str]]:
+        """Entries of ``target`` that fail the safety scan: ``{index: [finding ids]}``."""
+        return {
+            index: ids
+            for index, entry in enumerate(self.entries(target))
+            if (ids := self._finding_ids(entry))
+        }
+
+    # ------------------------------------------------------------------ writes
+    def add(self, target: str, content: str) -> WriteResult:
+        """Add one entry. A (near-)duplicate is a success that writes nothing."""
+        spec, text = self.writable(target), clean_content(content)
+        self._scan(text)
+
+        def change(state: FileState) -> tuple[list[str] | None, WriteResult]:
+            editor = self._editor(spec, state)
+            if not editor.add(text):
+                return editor.result("Entry already exists (no duplicate added).")
+            editor.check_budget(
+                lambda _new, old: (
+                    f"{spec.filename} is at {old:,}/{spec.char_limit:,} chars. Adding this "
+                    f"entry ({len(text):,} chars) would exceed the limit. Consolidate now: "
+                    "replace or remove stale or mergeable entries, then retry this add."
+                )
+            )
+            return editor.result("Entry added.")
+
+        return self._files[target].mutate(change)
+
+    def replace(self, target: str, old_text: str, content: str) -> WriteResult:
+        """Replace the one entry containing ``old_text`` with ``content``."""
+        spec, old = self.writable(target), clean_old_text(old_text)
+        text = clean_content(content, "new_content")
+        self._scan(text)
+
+        def change(state: FileState) -> tuple[list[str] | None, WriteResult]:
+            editor = self._editor(spec, state)
+            if not editor.replace(old, text):
+                return editor.result("Entry unchanged (the new text equals the current entry).")
+            editor.check_budget(
+                lambda new, _old: (
+                    f"Replacement would put {spec.filename} at {new:,}/{spec.char_limit:,} "
+                    "chars. Shorten the new text or remove other entries first."
+                )
+            )
+            return editor.result("Entry replaced.")
+
+        return self._files[target].mutate(change)
+
+    def remove(self, target: str, old_text: str) -> WriteResult:
+        """Remove the one entry containing ``old_text``."""
+        spec, old = self.writable(target), clean_old_text(old_text)
+
+        def change(state: FileState) -> tuple[list[str] | None, WriteResult]:
+            editor = self._editor(spec, state)
+            editor.remove(old)
+            return editor.result("Entry removed.")
+
+        return self._files[target].mutate(change)
+
+    def apply_batch(self, target: str, operations: Sequence[Mapping[str, Any]]) -> WriteResult:
+        """Apply several operations all-or-nothing; only the final size is budget-checked.
+
+        Each operation is ``{"action": "add"|"replace"|"remove", "content", "old_text"}``.
+        A duplicate add inside the batch is skipped. Any failure writes nothing.
+        """
+        spec = self.writable(target)
+        ops = [parse_operation(i, op) for i, op in enumerate(operations, start=1)]
+        if not ops:
+            raise MemoryStoreError("operations cannot be empty.")
+        for op in ops:
+            if op.content:
+                self._scan(op.content)
+
+        def change(state: FileState) -> tuple[list[str] | None, WriteResult]:
+            editor = self._editor(spec, state)
+            for op in ops:
+                op.apply(editor)
+            editor.check_budget(
+                lambda new, _old: (
+                    f"After applying all {len(ops)} operations, {spec.filename} would be at "
+                    f"{new:,}/{spec.char_limit:,} chars. No operations were applied (batch "
+                    "is all-or-nothing)."
+                )
+            )
+            return editor.result(f"Applied {len(editor.changes)} operation(s).")
+
+        return self._files[target].mutate(change)
+
+    # ------------------------------------------------------------------ snapshot
+    def load(self) -> Snapshot:
+        """Read every enabled target and capture the frozen system-prompt snapshot.
+
+        Entries failing the safety scan are left out of the prompt (with a warning and a
+        notice naming the finding ids); they stay on disk and in ``entries()``.
+        """
+        blocks: dict[str, str] = {}
+        notices: list[str] = []
+        warnings: list[str] = []
+        for name, spec in self._specs.items():
+            if not spec.enabled:
+                continue
+            file = self._files[name]
+            raw = file.read_raw()
+            drift = file.drift_reason(raw)
+            if drift is not None:
+                warnings.append(
+                    f"{file.path} was edited outside memoryport: {drift}. Writes to it will "
+                    "be refused (with a backup) until it is fixed."
+                )
+            block, notice, blocked = self._render_target(spec, raw)
+            blocks[name] = block
+            notices.extend(notice)
+            warnings.extend(blocked)
+        for warning in warnings:
+            log.warning("curated memory: %s", warning)
+        text = compose_prompt(list(blocks.values()), notices) if blocks else ""
+        self._snapshot = Snapshot(text=text, blocks=blocks, warnings=tuple(warnings))
+        return self._snapshot
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The snapshot captured by the last ``load()`` (empty before the first one)."""
+        return self._snapshot
+
+    # ------------------------------------------------------------------ internals
+    def _render_target(self, spec: TargetSpec, raw: str) -> tuple[str, list[str], list[str]]:
+        entries = parse_entries(raw)
+        visible: list[str] = []
+        found: list[str] = []
+        for entry in entries:
+            ids = self._finding_ids(entry)
+            if ids:
+                found.extend(i for i in ids if i not in found)
+            else:
+                visible.append(entry)
+        block = render_block(spec.title, visible, Usage.of(entries, spec.char_limit))
+        hidden = len(entries) - len(visible)
+        if not hidden:
+            return block, [], []
+        ids_text = ", ".join(found)
+        warning = (
+            f"{hidden} entr{'y' if hidden == 1 else 'ies'} in {self._files[spec.name].path} "
+            f"failed the safety scan ({ids_text}) and {'was' if hidden == 1 else 'were'} left out "
+            "of the system prompt"
+        )
+        notice = (
+            f"[{spec.filename}: {hidden} entr{'y' if hidden == 1 else 'ies'} left out of this "
+            f"prompt because {'it' if hidden == 1 else 'they'} failed the safety scan "
+            f"({ids_text}). "
+            f"The user can review them with `memoryport memory list --target {spec.name}`; "
+            'remove them with memory(action="remove").]'
+        )
+        return block, [notice], [warning]
+
+    def writable(self, target: str) -> TargetSpec:
+        """The spec of ``target`` if it accepts writes; ``MemoryStoreError`` otherwise."""
+        spec = self.spec(target)
+        if not spec.enabled:
+            raise MemoryStoreError(
+                f"Memory target '{spec.name}' ({spec.filename}) is disabled in this "
+                "configuration; nothing was written."
+            )
+        return spec
+
+    def _editor(self, spec: TargetSpec, state: FileState) -> Editor:
+        return Editor(spec, state.entries, self._display)
+
+    def display_entries(self, target: str) -> list[str]:
+        """Live entries as echoed to a model: entries failing the scan become a marker."""
+        return self._display(self.entries(target))
+
+    def _display(self, entries: list[str]) -> list[str]:
+        shown = []
+        for entry in entries:
+            ids = self._finding_ids(entry)
+            shown.append(
+                f"[BLOCKED: entry failed the safety scan ({', '.join(ids)}); hidden]"
+                if ids
+                else entry
+            )
+        return shown
+
+    def _finding_ids(self, text: str) -> list[str]:
+        return [finding.id for finding in safety.scan(text, home=self.home)]
+
+    def _scan(self, text: str) -> None:
+        safety.check(text, home=self.home)

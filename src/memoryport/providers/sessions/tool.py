@@ -1,0 +1,351 @@
+"""The ``session_search`` tool: one schema, mode inferred from the arguments.
+
+* **scroll** (``session_id`` + ``around_message_id``): a window of real messages around a
+  known message; refuses the current session's lineage (already live context) and
+  re-binds to a child session of the same lineage with a ``warning``.
+* **read** (``session_id`` only): the session's first 20 and last 10 messages.
+* **discover** (``query``): message-level full-text search, deduplicated by session
+  lineage, each hit with its anchored window and the session's bookends.
+* **browse** (no arguments): recent sessions, one per lineage, with a preview.
+
+Results are stored messages, never summaries. Functions here raise typed errors; the
+provider turns them into JSON.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, cast
+
+from memoryport.errors import StoreError, ToolArgumentError
+from memoryport.storage.sessions.base import (
+    MessageRecord,
+    SearchHit,
+    SessionRecord,
+    SessionStore,
+    SortOrder,
+    clamp,
+)
+from memoryport.types import ToolSchema
+
+__all__ = ["SESSION_SEARCH_SCHEMA", "ToolContext", "session_search"]
+
+DISCOVER_SCAN_LIMIT = 300
+"""At most this many matching messages are examined to fill the requested sessions."""
+_PAGE = 50
+
+SESSION_SEARCH_SCHEMA: ToolSchema = {
+    "name": "session_search",
+    "description": (
+        "Search or read past conversations (real stored messages, not summaries). "
+        "No arguments: browse recent sessions. query: find sessions mentioning something "
+        '(keywords, "exact phrases", AND/OR/NOT, prefix*; CJK works). session_id + '
+        "around_message_id: scroll a window of messages around a hit. session_id alone: "
+        "read the start and end of a session."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "What to look for."},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 10,
+                "description": "Sessions to return (default 3, max 10).",
+            },
+            "sort": {
+                "type": "string",
+                "enum": ["relevance", "newest", "oldest"],
+                "description": "Order of discover results (default relevance).",
+            },
+            "session_id": {"type": "string", "description": "A session to scroll or read."},
+            "around_message_id": {
+                "type": "integer",
+                "description": "Message id to centre a scroll window on.",
+            },
+            "window": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 20,
+                "description": "Messages on each side of the anchor (default 5, 1-20).",
+            },
+            "role_filter": {
+                "type": "string",
+                "description": "Comma-separated roles to match (default user,assistant).",
+            },
+        },
+        "required": [],
+    },
+}
+
+
+class ToolContext:
+    """Who is calling: the live session (excluded from recall) and the user scope."""
+
+    def __init__(self, current_session_id: str = "", user_id: str | None = None) -> None:
+        self.current_session_id = current_session_id
+        self.user_id = user_id or None
+
+
+def format_when(timestamp: float) -> str:
+    """Human date like ``March 04, 2026 at 09:15 PM`` (local time)."""
+    return time.strftime("%B %d, %Y at %I:%M %p", time.localtime(timestamp))
+
+
+def shape_message(message: MessageRecord, *, anchor: bool = False) -> dict[str, Any]:
+    """The JSON shape of one message in tool results."""
+    data: dict[str, Any] = {
+        "id": message.id,
+        "role": message.role,
+        "content": message.content,
+        "timestamp": message.timestamp,
+    }
+    for key in ("tool_name", "tool_calls", "tool_call_id"):
+        value = getattr(message, key)
+        if value:
+            data[key] = value
+    if anchor:
+        data["anchor"] = True
+    return data
+
+
+def _int_arg(args: Mapping[str, Any], key: str, default: int) -> int:
+    value = args.get(key)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise ToolArgumentError(f"{key} must be an integer, not {value!r}") from exc
+
+
+def _current_roots(store: SessionStore, ctx: ToolContext) -> set[str]:
+    if not ctx.current_session_id:
+        return set()
+    return set(store.lineage_roots([ctx.current_session_id]).values())
+
+
+def session_search(
+    store: SessionStore, args: Mapping[str, Any], ctx: ToolContext
+) -> dict[str, Any]:
+    """Run the tool with already-decoded arguments; return the JSON-ready result.
+
+    Raises ``ToolArgumentError``, ``SessionNotFound`` or ``StoreError``.
+    """
+    unknown = set(args) - set(SESSION_SEARCH_SCHEMA["parameters"]["properties"])
+    if unknown:
+        raise ToolArgumentError(f"unknown argument(s): {', '.join(sorted(unknown))}")
+    session_id = str(args.get("session_id") or "").strip()
+    query = str(args.get("query") or "").strip()
+    if args.get("around_message_id") not in (None, ""):
+        if not session_id:
+            raise ToolArgumentError("around_message_id needs session_id (scroll mode)")
+        return scroll(
+            store,
+            session_id,
+            _int_arg(args, "around_message_id", 0),
+            _int_arg(args, "window", 5),
+            ctx,
+        )
+    if session_id:
+        return read(store, session_id, ctx)
+    if query:
+        return discover(store, query, args, ctx)
+    return browse(store, clamp(_int_arg(args, "limit", 10), 1, 50), ctx)
+
+
+def _session_meta(session: SessionRecord) -> dict[str, Any]:
+    return {
+        "when": format_when(session.started_at),
+        "source": session.source,
+        "model": session.model,
+        "title": session.title,
+    }
+
+
+def scroll(
+    store: SessionStore, session_id: str, around: int, window: int, ctx: ToolContext
+) -> dict[str, Any]:
+    """A window of messages around ``around`` in ``session_id`` (or a lineage child)."""
+    session = store.get_session(session_id, user_id=ctx.user_id)
+    try:
+        anchor = store.get_message(around)
+    except StoreError as exc:
+        raise ToolArgumentError(f"no message with id {around}") from exc
+    warning = ""
+    roots = store.lineage_roots({session_id, anchor.session_id, ctx.current_session_id} - {""})
+    if anchor.session_id != session_id:
+        if roots.get(anchor.session_id) != roots.get(session_id):
+            raise ToolArgumentError(f"message {around} is not in session {session_id}")
+        session = store.get_session(anchor.session_id, user_id=ctx.user_id)
+        warning = (
+            f"message {around} lives in {anchor.session_id}, a continuation of "
+            f"{session_id}; showing that session"
+        )
+    if ctx.current_session_id and roots.get(ctx.current_session_id) == roots.get(session.id):
+        raise ToolArgumentError(
+            "that session is part of the current conversation; it is already in your context"
+        )
+    size = clamp(window, 1, 20)
+    view = store.window(around, window=size, bookend=0)
+    result: dict[str, Any] = {
+        "success": True,
+        "mode": "scroll",
+        "session_id": session.id,
+        "around_message_id": around,
+        "session_meta": _session_meta(session),
+        "window": size,
+        "messages": [shape_message(m, anchor=m.id == around) for m in view.messages],
+        "messages_before": view.messages_before,
+        "messages_after": view.messages_after,
+    }
+    if warning:
+        result["warning"] = warning
+    return result
+
+
+def read(store: SessionStore, session_id: str, ctx: ToolContext) -> dict[str, Any]:
+    """The start (20) and end (10) of a session."""
+    session = store.get_session(session_id, user_id=ctx.user_id)
+    if ctx.current_session_id and _current_roots(store, ctx) & set(
+        store.lineage_roots([session.id]).values()
+    ):
+        raise ToolArgumentError(
+            "that session is part of the current conversation; it is already in your context"
+        )
+    head = store.get_messages(session.id, limit=20)
+    total = session.message_count
+    tail = (
+        store.get_messages(session.id, limit=10, offset=max(20, total - 10)) if total > 20 else []
+    )
+    return {
+        "success": True,
+        "mode": "read",
+        "session_id": session.id,
+        "session_meta": _session_meta(session),
+        "message_count": total,
+        "truncated": total > len(head) + len(tail),
+        "messages": [shape_message(m) for m in [*head, *tail]],
+    }
+
+
+def browse(store: SessionStore, limit: int, ctx: ToolContext) -> dict[str, Any]:
+    """Recent sessions, one per lineage, excluding the current conversation."""
+    rows = store.list_sessions(user_id=ctx.user_id, limit=limit * 3 + 5)
+    roots = store.lineage_roots([r.session.id for r in rows])
+    skip = _current_roots(store, ctx)
+    results = []
+    for row in rows:
+        root = roots.get(row.session.id, row.session.id)
+        if root in skip:
+            continue
+        skip.add(root)
+        s = row.session
+        results.append(
+            {
+                "session_id": s.id,
+                "title": s.title,
+                "source": s.source,
+                "started_at": s.started_at,
+                "last_active": s.last_active_at,
+                "when": format_when(s.last_active_at),
+                "message_count": s.message_count,
+                "preview": row.preview,
+            }
+        )
+        if len(results) >= limit:
+            break
+    message = "" if results else "no past sessions yet"
+    return {
+        "success": True,
+        "mode": "browse",
+        "results": results,
+        "count": len(results),
+        "message": message,
+    }
+
+
+def _collect_hits(
+    store: SessionStore, query: str, args: Mapping[str, Any], ctx: ToolContext, limit: int
+) -> tuple[list[tuple[SearchHit, str]], int, Any]:
+    roles = [r.strip() for r in str(args.get("role_filter") or "user,assistant").split(",")]
+    sort = str(args.get("sort") or "relevance")
+    if sort not in ("relevance", "newest", "oldest"):
+        raise ToolArgumentError(f"sort must be relevance, newest or oldest, not {sort!r}")
+    skip = _current_roots(store, ctx)
+    chosen: list[tuple[SearchHit, str]] = []
+    scanned, offset, last = 0, 0, None
+    while len(chosen) < limit and offset < DISCOVER_SCAN_LIMIT:
+        last = store.search_messages(
+            query,
+            user_id=ctx.user_id,
+            roles=[r for r in roles if r],
+            sort=cast(SortOrder, sort),
+            limit=_PAGE,
+            offset=offset,
+        )
+        scanned += len(last.hits)
+        roots = store.lineage_roots({h.message.session_id for h in last.hits})
+        for hit in last.hits:
+            root = roots.get(hit.message.session_id, hit.message.session_id)
+            if root not in skip:
+                skip.add(root)
+                chosen.append((hit, root))
+                if len(chosen) >= limit:
+                    break
+        if len(last.hits) < _PAGE:
+            break
+        offset += _PAGE
+    return chosen, scanned, last
+
+
+def discover(
+    store: SessionStore, query: str, args: Mapping[str, Any], ctx: ToolContext
+) -> dict[str, Any]:
+    """Top sessions matching ``query``, each with the anchored window and bookends."""
+    limit = clamp(_int_arg(args, "limit", 3), 1, 10)
+    window = clamp(_int_arg(args, "window", 5), 1, 20)
+    chosen, scanned, last = _collect_hits(store, query, args, ctx, limit)
+    views = store.windows([h.message.id for h, _ in chosen], window=window, bookend=3)
+    results = []
+    for hit, root in chosen:
+        view = views.get(hit.message.id)
+        entry: dict[str, Any] = {
+            "session_id": hit.message.session_id,
+            "title": hit.session_title,
+            "when": format_when(hit.session_started),
+            "source": hit.source,
+            "model": hit.model,
+            "matched_role": hit.message.role,
+            "match_message_id": hit.message.id,
+            "snippet": hit.snippet,
+            "bookend_start": [shape_message(m) for m in view.bookend_start] if view else [],
+            "messages": [
+                shape_message(m, anchor=m.id == hit.message.id)
+                for m in (view.messages if view else [hit.message])
+            ],
+            "bookend_end": [shape_message(m) for m in view.bookend_end] if view else [],
+            "messages_before": view.messages_before if view else 0,
+            "messages_after": view.messages_after if view else 0,
+        }
+        if hit.parent_session_id:
+            entry["parent_session_id"] = hit.parent_session_id
+            entry["lineage_root"] = root
+        results.append(entry)
+    out: dict[str, Any] = {
+        "success": True,
+        "mode": "discover",
+        "query": query,
+        "results": results,
+        "count": len(results),
+        "messages_scanned": scanned,
+        "search_plan": last.plan if last else "empty",
+    }
+    if last is not None and last.warnings:
+        out["warnings"] = last.warnings
+    if not results:
+        out["message"] = "no past session matches that query" + (
+            " (it has no searchable words)" if last is not None and last.plan == "empty" else ""
+        )
+    return out

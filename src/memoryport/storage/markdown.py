@@ -1,0 +1,301 @@
+"""``§``-delimited Markdown entry files (``MEMORY.md``, ``USER.md``): parse, render, lock, write.
+
+One :class:`MarkdownFile` object owns one file. It knows the on-disk format and how to change
+the file safely; it knows nothing about targets, prompts, tools or content scanning.
+
+Format: entries are separated by :data:`ENTRY_DELIMITER` (``"\\n§\\n"``, a line holding only
+``§``). Entries may span several lines, and a ``§`` inside an entry does not split it.
+
+Safety properties of :meth:`MarkdownFile.mutate`:
+
+- an exclusive ``filelock`` on ``<file>.lock`` is held around reload, drift check, mutation
+  and write, so concurrent writers (threads or processes) never lose each other's entries;
+- the new content is written to a temporary file in the same directory, flushed and fsynced,
+  moved over the old file with ``os.replace`` and the directory is fsynced, so a reader (which
+  takes no lock) or a crash sees either the old complete file or the new complete file;
+- before any mutation the file is checked for *drift* (content another program wrote that
+  would not survive a parse/render round trip, or a single entry larger than the whole
+  budget); a drifted file is copied to ``<file>.bak.<timestamp>`` and the mutation refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import filelock
+
+from memoryport.errors import DriftError, MemoryStoreError
+
+__all__ = [
+    "ENTRY_DELIMITER",
+    "MarkdownFile",
+    "entry_problem",
+    "parse_entries",
+    "render_entries",
+]
+
+ENTRY_DELIMITER = "\n§\n"
+"""The separator between entries: a line that holds only ``§``."""
+
+_TEMP_SUFFIX = ".tmp"
+_T = TypeVar("_T")
+
+
+def parse_entries(raw: str) -> list[str]:
+    """Split file text into entries: split on the delimiter, strip, drop empties, dedupe.
+
+    Deduplication keeps the first occurrence and the original order. A missing or empty
+    file parses to ``[]``.
+    """
+    return list(dict.fromkeys(filter(None, map(str.strip, raw.split(ENTRY_DELIMITER)))))
+
+
+def render_entries(entries: Sequence[str]) -> str:
+    """Join entries with the delimiter: the exact text written to disk (no trailing newline)."""
+    return ENTRY_DELIMITER.join(entries)
+
+
+def entry_problem(entry: str) -> str | None:
+    """Why ``entry`` cannot be stored as one entry, or None when it can.
+
+    The round trip ``parse_entries(render_entries(entries)) == entries`` holds exactly for
+    lists of distinct entries for which this returns None: non-empty, already stripped, not
+    containing the delimiter line and not ending in a line that holds only ``§`` (which would
+    merge with the delimiter that follows it).
+    """
+    if not entry:
+        return "the entry is empty"
+    if entry != entry.strip():
+        return "the entry has leading or trailing whitespace"
+    if ENTRY_DELIMITER in entry:
+        return "the entry contains a line holding only '§', which is the entry separator"
+    if entry.endswith("\n§"):
+        return "the entry ends with a line holding only '§', which is the entry separator"
+    return None
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What :meth:`MarkdownFile.mutate` read under the lock: the raw text and its entries."""
+
+    raw: str
+    entries: list[str]
+
+
+class MarkdownFile:
+    """One ``§``-delimited entry file with a character budget, a lock file and drift guard.
+
+    Args:
+        path: the file, e.g. ``<home>/memories/MEMORY.md``. Its directory is created on the
+            first write; reading a missing file gives no entries.
+        char_limit: the whole-file budget in characters of ``render_entries(entries)``; used
+            by the drift check (an entry longer than the whole budget is drift).
+        lock_timeout: seconds to wait for the lock before failing with ``MemoryStoreError``.
+    """
+
+    def __init__(self, path: Path, *, char_limit: int, lock_timeout: float = 10.0) -> None:
+        self.path = Path(path)
+        self.char_limit = char_limit
+        self.lock_timeout = lock_timeout
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self._lock = filelock.FileLock(str(self.lock_path))
+        self._swept = False
+
+    def __repr__(self) -> str:
+        return f"MarkdownFile({str(self.path)!r}, char_limit={self.char_limit})"
+
+    # ------------------------------------------------------------------ reading
+    def read_raw(self) -> str:
+        """The file's text, or ``""`` when it does not exist. Takes no lock."""
+        try:
+            return self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise MemoryStoreError(f"Cannot read {self.path}: {exc}") from exc
+
+    def read_entries(self) -> list[str]:
+        """The parsed entries (``[]`` for a missing file). Takes no lock."""
+        return parse_entries(self.read_raw())
+
+    def drift_reason(self, raw: str, entries: Sequence[str] | None = None) -> str | None:
+        """Why ``raw`` would lose data if rewritten by this class, or None if it is clean.
+
+        ``entries`` may pass ``parse_entries(raw)`` when the caller already has it.
+        """
+        if entries is None:
+            entries = parse_entries(raw)
+        if render_entries(entries) != raw.strip():
+            return (
+                "its content does not round-trip through the entry format (text outside the "
+                "'§' separators, a malformed separator, or a duplicated entry)"
+            )
+        longest = max(map(len, entries), default=0)
+        if longest > self.char_limit:
+            return (
+                f"one entry is {longest:,} chars, larger than the whole budget of "
+                f"{self.char_limit:,} chars (text appended without a '§' separator?)"
+            )
+        return None
+
+    # ------------------------------------------------------------------ writing
+    def mutate(self, change: Callable[[FileState], tuple[list[str] | None, _T]]) -> _T:
+        """Run ``change`` under the lock on freshly re-read entries and persist its result.
+
+        ``change(state)`` returns ``(new_entries, value)``; ``new_entries`` of None means
+        "nothing to write". ``value`` is returned. An exception raised by ``change`` aborts
+        the mutation with nothing written. Raises ``DriftError`` (after writing a backup)
+        when the file on disk has drifted, ``MemoryStoreError`` when the lock cannot be
+        taken or the write fails.
+        """
+        with self._locked():
+            self._sweep_temp_files()
+            raw = self.read_raw()
+            entries = parse_entries(raw)
+            reason = self.drift_reason(raw, entries)
+            if reason is not None:
+                raise self._drift_error(raw, reason)
+            new_entries, value = change(FileState(raw=raw, entries=list(entries)))
+            if new_entries is not None:
+                # Entries of a drift-free file are valid already; check only the new ones.
+                self._write(new_entries, known_good=frozenset(entries))
+            return value
+
+    def write_entries(self, entries: Sequence[str]) -> None:
+        """Atomically replace the file with ``entries`` (callers should hold the lock).
+
+        Temp file in the same directory, flush, fsync, ``os.replace``, fsync of the directory.
+        A symlinked file keeps its link: the link's target is replaced. Raises
+        ``MemoryStoreError`` (the old file intact) when any step fails.
+        """
+        self._write(entries, known_good=frozenset())
+
+    def _write(self, entries: Sequence[str], *, known_good: frozenset[str]) -> None:
+        for entry in entries:
+            if entry in known_good:
+                continue
+            problem = entry_problem(entry)
+            if problem is not None:
+                raise MemoryStoreError(f"Refusing to write {self.path.name}: {problem}.")
+        target = self.path.resolve() if self.path.is_symlink() else self.path
+        data = render_entries(entries).encode("utf-8")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(target, data)
+        except OSError as exc:
+            raise MemoryStoreError(
+                f"Failed to write memory file {target}: {exc}. The previous file is unchanged."
+            ) from exc
+
+    # ------------------------------------------------------------------ internals
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock.acquire(timeout=self.lock_timeout, poll_interval=0.001)
+        except filelock.Timeout as exc:
+            raise MemoryStoreError(
+                f"Could not lock {self.lock_path} within {self.lock_timeout:g}s: another "
+                "writer holds it. Nothing was written; retry shortly."
+            ) from exc
+        except OSError as exc:
+            raise MemoryStoreError(
+                f"Cannot take the write lock {self.lock_path}: {exc}. Nothing was written; "
+                "check that the directory exists and is writable."
+            ) from exc
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _sweep_temp_files(self) -> None:
+        """Remove temp files a killed writer left behind (safe: we hold the lock)."""
+        if self._swept:
+            return
+        self._swept = True
+        prefix = f".{self.path.name}."
+        with contextlib.suppress(OSError):
+            for leftover in self.path.parent.iterdir():
+                if leftover.name.startswith(prefix) and leftover.name.endswith(_TEMP_SUFFIX):
+                    with contextlib.suppress(OSError):
+                        leftover.unlink()
+
+    def _drift_error(self, raw: str, reason: str) -> DriftError:
+        backup: str
+        try:
+            backup = str(self._write_backup(raw))
+            kept = f"A copy of the file was saved to {backup}."
+        except OSError as exc:
+            backup = f"(BACKUP FAILED: {exc}; the file is unchanged on disk)"
+            kept = f"The backup copy could not be written ({exc}); the file is unchanged on disk."
+        remediation = (
+            f"Open {self.path} and make each entry a block of text separated from the next "
+            f"by a line holding only '§'; no entry may exceed {self.char_limit:,} chars and "
+            "none may appear twice. Or restore the file from the backup. Then retry."
+        )
+        message = (
+            f"Refusing to write {self.path.name}: the file on disk was changed by another "
+            f"program and {reason}. Writing now would lose that text. {kept}"
+        )
+        return DriftError(message, drift_backup=backup, remediation=remediation)
+
+    def _write_backup(self, raw: str) -> Path:
+        stamp = time.strftime("%Y%m%dT%H%M%S") + f"{time.time_ns() % 1_000_000_000:09d}"
+        data = raw.encode("utf-8")
+        for attempt in range(1000):
+            suffix = f".bak.{stamp}" + (f"-{attempt}" if attempt else "")
+            candidate = self.path.with_name(self.path.name + suffix)
+            try:
+                fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                continue
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return candidate
+        raise OSError(errno.EEXIST, "no free backup name", str(self.path))
+
+
+def _atomic_write(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` via temp file + fsync + ``os.replace`` + directory fsync."""
+    fd, tmp_name = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.", suffix=_TEMP_SUFFIX
+    )
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if target.exists():
+            with contextlib.suppress(OSError):
+                os.chmod(tmp_name, target.stat().st_mode & 0o777)
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_directory(target.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename durable; platforms that cannot open directories skip this."""
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,316 @@
+"""Search and window queries of the SQLite session store.
+
+Design for large stores (1M+ messages):
+
+* Relevance: FTS5 ``ORDER BY rank LIMIT k`` on the index alone (no join), then the
+  survivors are filtered by scope in one query; k grows geometrically only when filters
+  discard too many. BM25 costs ~7 us per matching row, so queries matching more than
+  ``RELEVANCE_WINDOW`` messages rank a bounded subset (see ``_ranked_ids``).
+* Newest/oldest: walk the index in rowid order in chunks (``rowid < last``), so a common
+  word never sorts millions of rows; ids increase with insertion order.
+* Snippets are computed only for the final page.
+* Short CJK terms (which the trigram index cannot match) use a newest-first LIKE scan
+  that stops at the page size.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from memoryport.storage.sessions._sqlite_rows import MESSAGE_COLUMNS, message_from_row
+from memoryport.storage.sessions.base import MessageRecord, SearchHit, SortOrder, shape_window
+from memoryport.storage.sessions.query import (
+    Node,
+    Or,
+    ParsedQuery,
+    Term,
+    compile_fts5,
+    compile_like,
+    compile_trigram,
+    iter_terms,
+    make_snippet,
+)
+
+__all__ = ["fetch_windows", "run_search"]
+
+_CHUNK = 512
+RELEVANCE_WINDOW = 1500
+"""Relevance ranks at most this many of the newest matches first (widened when filters
+leave too few hits); a rare term's matches all fit, a very common word's newest do."""
+_HIT_COLUMNS = f"{MESSAGE_COLUMNS}, s.source, s.model, s.started_at, s.title, s.parent_session_id"
+
+
+def run_search(
+    conn: sqlite3.Connection,
+    parsed: ParsedQuery,
+    *,
+    scope: tuple[str, list[Any]],
+    sort: SortOrder,
+    limit: int,
+    offset: int,
+) -> tuple[list[SearchHit], str]:
+    """Run a parsed query; return the hits and the compiled expression."""
+    plan = parsed.plan()
+    if parsed.root is None or plan == "empty":
+        return [], ""
+    if plan == "like":
+        where, params = compile_like(parsed.root, "m.content")
+        return _like_search(conn, where, params, parsed, scope, sort, limit, offset), where
+    table = "messages_fts" if plan == "fts" else "messages_trigram"
+    leaf = compile_fts5 if plan == "fts" else compile_trigram
+    expr = leaf(parsed.root)
+    if sort == "relevance":
+        ranked = _ranked_ids(conn, table, parsed, leaf, scope, offset + limit)
+    else:
+        ranked = _ordered_ids(conn, table, expr, scope, offset + limit, newest=sort == "newest")
+    page = ranked[offset : offset + limit]
+    return _hydrate(conn, table, expr, page, parsed), expr
+
+
+def _filter(conn: sqlite3.Connection, ids: list[int], scope: tuple[str, list[Any]]) -> set[int]:
+    where, params = scope
+    if not where:
+        return set(ids)
+    sql = (
+        "SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id "
+        f"WHERE m.id IN (SELECT value FROM json_each(?)){where}"
+    )
+    return {row[0] for row in conn.execute(sql, [json.dumps(ids), *params])}
+
+
+def _count_upto(conn: sqlite3.Connection, table: str, expr: str, cap: int) -> int:
+    sql = f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)"
+    return int(conn.execute(sql, (expr, cap + 1)).fetchone()[0])
+
+
+def _rank(
+    conn: sqlite3.Connection,
+    table: str,
+    expr: str,
+    scope: tuple[str, list[Any]],
+    need: int,
+    window: int | None,
+) -> list[tuple[int, float]]:
+    """BM25 order, optionally among the newest ``window`` matches only (widened as needed)."""
+    k = max(need * 4, 64)
+    while True:
+        floor_row = None
+        if window is not None:
+            floor_row = conn.execute(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC"
+                " LIMIT 1 OFFSET ?",
+                (expr, window - 1),
+            ).fetchone()
+        floor = floor_row[0] if floor_row else -1
+        rows = conn.execute(
+            f"SELECT rowid, rank FROM {table} WHERE {table} MATCH ? AND rowid >= ?"
+            " ORDER BY rank LIMIT ?",
+            (expr, floor, k),
+        ).fetchall()
+        keep = _filter(conn, [r[0] for r in rows], scope)
+        kept = [(r[0], -float(r[1])) for r in rows if r[0] in keep]
+        if len(kept) >= need:
+            return kept
+        if len(rows) >= k:
+            k *= 8
+        elif floor_row is None or window is None:
+            return kept
+        else:
+            window *= 8
+
+
+def _selective_terms(
+    conn: sqlite3.Connection, table: str, root: Node | None, leaf: Callable[[Node], str]
+) -> str | None:
+    """For an OR of terms, the OR of its rarest terms (total matches <= the window)."""
+    if not isinstance(root, Or) or not all(isinstance(c, Term) for c in root.children):
+        return None
+    counted = sorted(
+        (_count_upto(conn, table, leaf(c), RELEVANCE_WINDOW), i, c)
+        for i, c in enumerate(root.children)
+    )
+    chosen, total = [], 0
+    for df, _, child in counted:
+        if total + df > RELEVANCE_WINDOW:
+            break
+        chosen.append(child)
+        total += df
+    if not chosen:
+        return None
+    return leaf(chosen[0]) if len(chosen) == 1 else leaf(Or(tuple(chosen)))
+
+
+def _ranked_ids(
+    conn: sqlite3.Connection,
+    table: str,
+    parsed: ParsedQuery,
+    leaf: Callable[[Node], str],
+    scope: tuple[str, list[Any]],
+    need: int,
+) -> list[tuple[int, float]]:
+    """Relevance order that stays fast on very common words.
+
+    * At most ``RELEVANCE_WINDOW`` matches: exact BM25 over all of them.
+    * An OR query with rarer terms: BM25 over the matches of its rarest terms (very common
+      terms act as stopwords), then the newest matches of the full query fill up.
+    * Otherwise: BM25 over the newest ``RELEVANCE_WINDOW`` matches.
+    """
+    expr = leaf(parsed.root) if parsed.root is not None else ""
+    if _count_upto(conn, table, expr, RELEVANCE_WINDOW) <= RELEVANCE_WINDOW:
+        return _rank(conn, table, expr, scope, need, None)
+    ranked: list[tuple[int, float]] = []
+    selective = _selective_terms(conn, table, parsed.root, leaf)
+    if selective is not None:
+        ranked = _rank(conn, table, selective, scope, need, None)
+        if len(ranked) >= need:
+            return ranked
+    seen = {i for i, _ in ranked}
+    more = _rank(conn, table, expr, scope, need, RELEVANCE_WINDOW)
+    return ranked + [(i, score) for i, score in more if i not in seen]
+
+
+def _ordered_ids(
+    conn: sqlite3.Connection,
+    table: str,
+    expr: str,
+    scope: tuple[str, list[Any]],
+    need: int,
+    *,
+    newest: bool,
+) -> list[tuple[int, float]]:
+    op, direction = ("<", "DESC") if newest else (">", "ASC")
+    bound = 2**62 if newest else -1
+    chunk = max(_CHUNK, need * 2)
+    kept: list[tuple[int, float]] = []
+    while len(kept) < need:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid {op} ? "
+                f"ORDER BY rowid {direction} LIMIT ?",
+                (expr, bound, chunk),
+            )
+        ]
+        if not ids:
+            break
+        keep = _filter(conn, ids, scope)
+        kept.extend((i, 0.0) for i in ids if i in keep)
+        bound = ids[-1]
+        if len(ids) < chunk:
+            break
+        chunk = min(chunk * 4, 65536)
+    return kept
+
+
+def _like_search(
+    conn: sqlite3.Connection,
+    where: str,
+    params: list[str],
+    parsed: ParsedQuery,
+    scope: tuple[str, list[Any]],
+    sort: SortOrder,
+    limit: int,
+    offset: int,
+) -> list[SearchHit]:
+    scope_where, scope_params = scope
+    direction = "ASC" if sort == "oldest" else "DESC"
+    sql = (
+        f"SELECT {_HIT_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id "
+        f"WHERE {where}{scope_where} ORDER BY m.id {direction} LIMIT ? OFFSET ?"
+    )
+    needles = [t.text for t in iter_terms(parsed.root, negated=False)]
+    hits = []
+    for row in conn.execute(sql, [*params, *scope_params, limit, offset]):
+        message = message_from_row(row)
+        hits.append(_hit(message, row, make_snippet(message.content, needles), 0.0))
+    return hits
+
+
+def _hit(message: MessageRecord, row: Sequence[Any], snippet: str, score: float) -> SearchHit:
+    return SearchHit(
+        message=message,
+        snippet=snippet,
+        score=score,
+        source=row[10],
+        model=row[11],
+        session_started=row[12],
+        session_title=row[13],
+        parent_session_id=row[14],
+    )
+
+
+def _hydrate(
+    conn: sqlite3.Connection,
+    table: str,
+    expr: str,
+    page: list[tuple[int, float]],
+    parsed: ParsedQuery,
+) -> list[SearchHit]:
+    if not page:
+        return []
+    ids = [i for i, _ in page]
+    sql = (
+        f"SELECT {_HIT_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id "
+        "WHERE m.id IN (SELECT value FROM json_each(?))"
+    )
+    rows = {row[0]: row for row in conn.execute(sql, [json.dumps(ids)])}
+    snippet_sql = (
+        f"SELECT snippet({table}, -1, '>>>', '<<<', '...', 24) FROM {table} "
+        f"WHERE {table} MATCH ? AND rowid = ?"
+    )
+    needles = [t.text for t in iter_terms(parsed.root, negated=False)]
+    hits = []
+    for message_id, score in page:
+        row = rows.get(message_id)
+        if row is None:
+            continue
+        message = message_from_row(row)
+        found = conn.execute(snippet_sql, (expr, message_id)).fetchone()
+        snippet = found[0] if found and found[0] else make_snippet(message.content, needles)
+        hits.append(_hit(message, row, snippet, score))
+    return hits
+
+
+def fetch_windows(
+    conn: sqlite3.Connection, anchors: Sequence[int], *, window: int, bookend: int
+) -> dict[int, Any]:
+    """Windows for several anchors in two queries (rows, then counts)."""
+    if not anchors:
+        return {}
+    anchor_json = json.dumps(list(dict.fromkeys(anchors)))
+    sql = f"""
+    WITH a AS (SELECT id AS anchor, session_id AS sid FROM messages
+               WHERE id IN (SELECT value FROM json_each(?)))
+    SELECT a.anchor, {MESSAGE_COLUMNS} FROM a JOIN messages m ON m.id IN (
+        SELECT a.anchor
+        UNION ALL SELECT id FROM (SELECT id FROM messages WHERE session_id = a.sid
+                                  AND id < a.anchor ORDER BY id DESC LIMIT ?)
+        UNION ALL SELECT id FROM (SELECT id FROM messages WHERE session_id = a.sid
+                                  AND id > a.anchor ORDER BY id LIMIT ?)
+        UNION ALL SELECT id FROM (SELECT id FROM messages WHERE session_id = a.sid
+                                  ORDER BY id LIMIT ?)
+        UNION ALL SELECT id FROM (SELECT id FROM messages WHERE session_id = a.sid
+                                  ORDER BY id DESC LIMIT ?))
+    """
+    grouped: dict[int, list[MessageRecord]] = {}
+    for row in conn.execute(sql, (anchor_json, window, window, bookend, bookend)):
+        grouped.setdefault(row[0], []).append(message_from_row(row[1:]))
+    counts_sql = """
+    SELECT m.id,
+      (SELECT count(*) FROM messages x WHERE x.session_id = m.session_id AND x.id < m.id),
+      (SELECT count(*) FROM messages x WHERE x.session_id = m.session_id AND x.id > m.id)
+    FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))
+    """
+    out = {}
+    for anchor_id, before, after in conn.execute(counts_sql, (anchor_json,)):
+        rows = grouped.get(anchor_id, [])
+        anchor = next((r for r in rows if r.id == anchor_id), None)
+        if anchor is None:
+            continue
+        out[anchor_id] = shape_window(
+            anchor, rows, count_before=before, count_after=after, window=window, bookend=bookend
+        )
+    return out

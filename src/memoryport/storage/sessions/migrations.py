@@ -1,0 +1,232 @@
+"""Named, append-only schema migrations for the SQLite session store.
+
+Each migration is a function taking a connection; :func:`migrate` applies the pending
+ones in order, each in its own transaction together with its record in ``_migrations``.
+Never edit or reorder a released migration: add a new one at the end.
+
+Schema notes:
+
+* ``messages_fts`` is an external-content FTS5 index (``content='messages'``) with the
+  ``porter unicode61`` tokenizer over ``content``, ``tool_name`` and ``tool_calls``. The
+  text is stored once, in ``messages``.
+* ``messages_trigram`` is an external-content trigram index over the view
+  ``messages_trigram_src``: the ``content`` of messages flagged ``cjk = 1`` (they contain
+  CJK, kana or Hangul text; the store sets the flag on insert, and m002 back-fills it
+  with a GLOB, which is too slow to run in a trigger on every insert). It answers CJK
+  queries (which the word tokenizer cannot split) without tripling the database size;
+  latin substring needs are served by prefix queries on the word index.
+* UPDATE triggers fire only ``AFTER UPDATE OF content, tool_name, tool_calls``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+from memoryport.errors import MigrationError
+
+__all__ = [
+    "CJK_GLOB",
+    "MIGRATIONS",
+    "Migration",
+    "Transaction",
+    "applied",
+    "migrate",
+    "pending",
+]
+
+
+CJK_GLOB = (
+    "*[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002a6df]*"
+)
+"""GLOB pattern matching text with CJK, kana or Hangul characters (the trigram scope)."""
+
+
+class Transaction:
+    """What a migration receives: runs SQL inside the migration's open transaction.
+
+    ``executescript`` runs statement by statement, because ``sqlite3``'s own
+    ``executescript`` would COMMIT the open transaction first.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def executescript(self, script: str) -> None:
+        """Run every statement of ``script`` in the current transaction."""
+        buffer = ""
+        for line in script.splitlines(keepends=True):
+            buffer += line
+            if sqlite3.complete_statement(buffer):
+                self._conn.execute(buffer)
+                buffer = ""
+        if buffer.strip():
+            self._conn.execute(buffer)
+
+    def execute(self, sql: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
+        """Run one statement in the current transaction."""
+        return self._conn.execute(sql, params)
+
+
+Migration = Callable[[Transaction], None]
+
+MIGRATIONS: list[tuple[str, Migration]] = []
+
+
+def _migration(fn: Migration) -> Migration:
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@_migration
+def m001_initial(conn: Transaction) -> None:
+    """Sessions, messages and key/value metadata."""
+    conn.executescript("""
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        source TEXT NOT NULL,
+        user_id TEXT,
+        model TEXT NOT NULL DEFAULT '',
+        title TEXT NOT NULL DEFAULT '',
+        parent_session_id TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        end_reason TEXT NOT NULL DEFAULT '',
+        last_active_at REAL NOT NULL,
+        message_count INTEGER NOT NULL DEFAULT 0,
+        tool_call_count INTEGER NOT NULL DEFAULT 0,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+        cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+        reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+        estimated_cost_usd REAL,
+        actual_cost_usd REAL,
+        metadata TEXT
+    );
+    CREATE INDEX sessions_parent ON sessions(parent_session_id);
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL DEFAULT '',
+        tool_name TEXT,
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        reasoning TEXT,
+        timestamp REAL NOT NULL,
+        metadata TEXT
+    );
+    CREATE INDEX messages_session ON messages(session_id, id);
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """)
+
+
+@_migration
+def m002_fts_indexes(conn: Transaction) -> None:
+    """External-content word and trigram FTS5 indexes, narrow triggers, and a backfill."""
+    conn.executescript(f"""
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        content, tool_name, tool_calls,
+        content='messages', content_rowid='id',
+        tokenize='porter unicode61 remove_diacritics 2'
+    );
+    ALTER TABLE messages ADD COLUMN cjk INTEGER NOT NULL DEFAULT 0;
+    UPDATE messages SET cjk = 1 WHERE content GLOB '{CJK_GLOB}';
+    CREATE VIEW messages_trigram_src AS SELECT id, content FROM messages WHERE cjk = 1;
+    CREATE VIRTUAL TABLE messages_trigram USING fts5(
+        content, content='messages_trigram_src', content_rowid='id', tokenize='trigram'
+    );
+    CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)
+        VALUES (new.id, new.content, new.tool_name, new.tool_calls);
+    END;
+    CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls)
+        VALUES ('delete', old.id, old.content, old.tool_name, old.tool_calls);
+    END;
+    CREATE TRIGGER messages_fts_au AFTER UPDATE OF content, tool_name, tool_calls ON messages
+    BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content, tool_name, tool_calls)
+        VALUES ('delete', old.id, old.content, old.tool_name, old.tool_calls);
+        INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)
+        VALUES (new.id, new.content, new.tool_name, new.tool_calls);
+    END;
+    CREATE TRIGGER messages_trigram_ai AFTER INSERT ON messages WHEN new.cjk = 1 BEGIN
+        INSERT INTO messages_trigram(rowid, content) VALUES (new.id, new.content);
+    END;
+    CREATE TRIGGER messages_trigram_ad AFTER DELETE ON messages WHEN old.cjk = 1 BEGIN
+        INSERT INTO messages_trigram(messages_trigram, rowid, content)
+        VALUES ('delete', old.id, old.content);
+    END;
+    CREATE TRIGGER messages_trigram_au_old AFTER UPDATE OF content, cjk ON messages
+    WHEN old.cjk = 1 BEGIN
+        INSERT INTO messages_trigram(messages_trigram, rowid, content)
+        VALUES ('delete', old.id, old.content);
+    END;
+    CREATE TRIGGER messages_trigram_au_new AFTER UPDATE OF content, cjk ON messages
+    WHEN new.cjk = 1 BEGIN
+        INSERT INTO messages_trigram(rowid, content) VALUES (new.id, new.content);
+    END;
+    INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+    INSERT INTO messages_trigram(messages_trigram) VALUES ('rebuild');
+    """)
+
+
+@_migration
+def m003_session_browse_indexes(conn: Transaction) -> None:
+    """Indexes for per-user browse (user, last activity) and source filters."""
+    conn.executescript("""
+    CREATE INDEX sessions_user_active ON sessions(user_id, last_active_at);
+    CREATE INDEX sessions_active ON sessions(last_active_at);
+    CREATE INDEX sessions_source ON sessions(source);
+    """)
+
+
+def _ensure_table(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+    )
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    """Names of applied migrations, in the order they were defined."""
+    _ensure_table(conn)
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    return [name for name, _ in MIGRATIONS if name in done]
+
+
+def pending(conn: sqlite3.Connection) -> list[str]:
+    """Names of migrations not yet applied."""
+    done = set(applied(conn))
+    return [name for name, _ in MIGRATIONS if name not in done]
+
+
+def migrate(conn: sqlite3.Connection, *, stop_before: str | None = None) -> list[str]:
+    """Apply pending migrations (optionally stopping before one); return the names applied.
+
+    The connection must be in autocommit mode (``isolation_level=None``). Each migration
+    and its ``_migrations`` record commit together; a failure rolls that one back and
+    raises ``MigrationError``, leaving the database at the last good migration.
+    """
+    todo = set(pending(conn))
+    done: list[str] = []
+    for name, fn in MIGRATIONS:
+        if name == stop_before:
+            break
+        if name not in todo:
+            continue
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            fn(Transaction(conn))
+            conn.execute(
+                "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)", (name, time.time())
+            )
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise MigrationError(f"migration {name} failed: {exc}") from exc
+        done.append(name)
+    return done

@@ -1,0 +1,647 @@
+"""The PostgreSQL session store, for teams whose agents on several machines share one history.
+
+Install with ``pip install 'memoryport[postgres]'`` (psycopg 3 and psycopg-pool); this is
+the only module that imports them, so the core install stays light.
+
+Behaviour matches :class:`~memoryport.storage.sessions.sqlite.SQLiteSessionStore`:
+the same ordering, user scoping, lineage, forget, export/import format and search
+semantics (the shared query parser, the same plans and fallbacks). Differences are in
+the engine only: a ``tsvector`` + GIN index instead of FTS5, ``ts_rank_cd`` instead of
+BM25, and an optional ``pg_trgm`` index for CJK text (see
+:mod:`memoryport.storage.sessions.postgres_migrations`).
+
+Concurrency: a thread-safe ``psycopg_pool.ConnectionPool``; every call is one
+transaction in autocommit-off mode; deadlocks, serialization failures and dropped
+connections are retried a few times. Any number of processes or machines may use one
+store; migrations serialize on an advisory lock.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import IO, Any, Literal, TypeVar
+
+from memoryport.errors import ConfigError, SessionNotFound, StoreError, ToolArgumentError
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+    from psycopg import sql
+    from psycopg_pool import ConnectionPool, PoolTimeout
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ConfigError(
+        "the PostgreSQL session store needs psycopg 3 and psycopg-pool: "
+        "install memoryport[postgres]"
+    ) from exc
+
+from memoryport.storage.sessions import postgres_migrations as migrations
+from memoryport.storage.sessions.base import (
+    DEFAULT_HIDDEN_SOURCES,
+    ImportReport,
+    MatchMode,
+    MessageInput,
+    MessageRecord,
+    MessageWindow,
+    SearchHit,
+    SearchResult,
+    SessionRecord,
+    SessionStore,
+    SessionSummary,
+    SortOrder,
+    check_session_fields,
+    coerce_message,
+    new_session_id,
+    parse_export_line,
+    resolve_user,
+    visible_sources,
+    walk_to_root,
+)
+from memoryport.storage.sessions.postgres_io import export_sessions, import_sessions
+from memoryport.storage.sessions.postgres_search import fetch_windows, run_search
+from memoryport.storage.sessions.postgres_sql import (
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    decode_text,
+    dump_json,
+    encode_text,
+    message_from_row,
+    scope_sql,
+    session_from_row,
+)
+from memoryport.storage.sessions.query import ParsedQuery, parse_query
+
+__all__ = ["PostgresSessionStore"]
+
+T = TypeVar("T")
+Cursor = psycopg.Cursor[Any]
+
+_TRIES = 5
+_RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+_UNAVAILABLE = (psycopg.OperationalError, PoolTimeout)
+
+
+class PostgresSessionStore(SessionStore):
+    """Session store in a PostgreSQL schema, shared safely by many processes and machines.
+
+    Args:
+        conninfo: libpq connection string or URI (``postgresql://user@host/db``).
+        user_id: bind the store to one user (search, browse and reads are scoped).
+        hidden_sources: sources hidden from search/browse unless asked for.
+        schema: the PostgreSQL schema holding the tables (created if missing), so
+            several stores (profiles, teams) can share one database.
+        pool_size: the most connections this store opens at once.
+        timeout: seconds to wait for a free connection before ``StoreError``.
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        user_id: str | None = None,
+        hidden_sources: Sequence[str] = DEFAULT_HIDDEN_SOURCES,
+        schema: str = "memoryport",
+        pool_size: int = 4,
+        timeout: float = 30.0,
+    ) -> None:
+        if not schema or "\x00" in schema:
+            raise ConfigError(f"invalid PostgreSQL schema name {schema!r}")
+        self.user_id = user_id or None
+        self.hidden_sources = tuple(hidden_sources)
+        self.schema = schema
+        self._s = sql.Identifier(schema)
+        self._closed = False
+        try:
+            self._pool: ConnectionPool[Any] = ConnectionPool(
+                conninfo,
+                min_size=1,
+                max_size=max(1, pool_size),
+                timeout=timeout,
+                kwargs={"application_name": "memoryport"},
+                check=ConnectionPool.check_connection,
+                open=True,
+                name=f"memoryport-{schema}",
+            )
+            self._pool.wait(timeout)
+            with self._pool.connection() as conn:
+                conn.autocommit = True
+                migrations.migrate(conn, schema)
+                conn.autocommit = False
+        except (psycopg.Error, PoolTimeout) as exc:
+            self.close()
+            raise StoreError(f"session database unavailable (PostgreSQL): {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ plumbing
+    def _q(self, text: str) -> sql.Composed:
+        """Format ``{s}`` in ``text`` with this store's schema."""
+        return sql.SQL(text).format(s=self._s)
+
+    def _run(self, fn: Callable[[Cursor], T], *, what: str = "write") -> T:
+        """Run ``fn`` in one transaction, retrying deadlocks and dropped connections."""
+        if self._closed:
+            raise StoreError(
+                f"session database unavailable: the PostgreSQL store {self.schema!r} is closed"
+            )
+        for attempt in range(_TRIES):
+            try:
+                with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+                    return fn(cur)
+            except (*_RETRYABLE, psycopg.OperationalError) as exc:
+                if attempt == _TRIES - 1:
+                    problem = "unavailable" if isinstance(exc, _UNAVAILABLE) else f"{what} failed"
+                    raise StoreError(f"session database {problem}: {exc}") from exc
+                time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+            except psycopg.Error as exc:
+                raise StoreError(f"session database {what} failed: {exc}") from exc
+            except PoolTimeout as exc:
+                raise StoreError(
+                    f"session database unavailable: no free connection ({exc})"
+                ) from exc
+        raise AssertionError("unreachable")
+
+    def _read(self, fn: Callable[[Cursor], T]) -> T:
+        return self._run(fn, what="read")
+
+    def _user(self, user_id: str | None) -> str | None:
+        return resolve_user(self.user_id, user_id)
+
+    def _visible(
+        self, sources: Sequence[str] | None, exclude: Sequence[str] | None
+    ) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+        if exclude is None:
+            include = tuple(sources) if sources else None
+            return include, tuple(s for s in self.hidden_sources if not include or s not in include)
+        return visible_sources(sources, exclude)
+
+    # ------------------------------------------------------------------ lifecycle
+    def schema_version(self) -> int:
+        """Number of applied migrations."""
+        return len(self.applied_migrations())
+
+    def applied_migrations(self) -> list[str]:
+        """Names of applied migrations, in order."""
+        done = self._read(
+            lambda c: {r[0] for r in c.execute(self._q("SELECT name FROM {s}._migrations"))}
+        )
+        return [name for name, _ in migrations.MIGRATIONS if name in done]
+
+    def close(self) -> None:
+        """Close every pooled connection (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
+
+    @property
+    def trigram_indexed(self) -> bool:
+        """True when the ``pg_trgm`` index serves CJK search (else it is a scan)."""
+        return self.get_meta("trigram_index") == "present"
+
+    # ------------------------------------------------------------------ sessions
+    def create_session(
+        self,
+        session_id: str | None = None,
+        *,
+        source: str = "cli",
+        user_id: str | None = None,
+        model: str = "",
+        title: str = "",
+        parent_session_id: str | None = None,
+        started_at: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SessionRecord:
+        """Create a session; see :meth:`SessionStore.create_session`."""
+        sid = session_id or new_session_id()
+        user = self._user(user_id)
+        started = time.time() if started_at is None else started_at
+
+        def do(cur: Cursor) -> SessionRecord:
+            owner = user
+            if parent_session_id:
+                row = cur.execute(
+                    self._q("SELECT user_id FROM {s}.sessions WHERE id = %s"), (parent_session_id,)
+                ).fetchone()
+                if row is None:
+                    raise SessionNotFound(f"unknown parent session {parent_session_id!r}")
+                owner = owner or row[0]
+            inserted = cur.execute(
+                self._q(
+                    "INSERT INTO {s}.sessions (id, source, user_id, model, title,"
+                    " parent_session_id, started_at, last_active_at, metadata)"
+                    " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (id) DO NOTHING"
+                    f" RETURNING {SESSION_COLUMNS.replace('s.', '')}"
+                ),
+                (
+                    sid,
+                    source,
+                    owner,
+                    model,
+                    encode_text(title),
+                    parent_session_id or None,
+                    started,
+                    started,
+                    dump_json(dict(metadata or {})),
+                ),
+            ).fetchone()
+            if inserted is None:
+                raise StoreError(f"session {sid!r} already exists")
+            return session_from_row(inserted)
+
+        return self._run(do)
+
+    def end_session(
+        self, session_id: str, *, end_reason: str = "", ended_at: float | None = None
+    ) -> SessionRecord:
+        """Mark a session ended."""
+        when = time.time() if ended_at is None else ended_at
+        return self.update_session(session_id, ended_at=when, end_reason=end_reason)
+
+    def update_session(self, session_id: str, **values: Any) -> SessionRecord:
+        """Set session fields (see ``SESSION_UPDATABLE_FIELDS``)."""
+        check_session_fields(values)
+        if not values:
+            return self.get_session(session_id)
+        assignments = sql.SQL(", ").join(
+            sql.SQL("{} = %s").format(sql.Identifier(k)) for k in values
+        )
+        params = [_column_value(k, v) for k, v in values.items()]
+
+        def do(cur: Cursor) -> SessionRecord:
+            row = cur.execute(
+                sql.SQL("UPDATE {s}.sessions s SET {a} WHERE s.id = %s RETURNING {cols}").format(
+                    s=self._s, a=assignments, cols=sql.SQL(SESSION_COLUMNS)
+                ),
+                [*params, session_id],
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(f"unknown session {session_id!r}")
+            return session_from_row(row)
+
+        return self._run(do)
+
+    def get_session(self, session_id: str, *, user_id: str | None = None) -> SessionRecord:
+        """Return one session (scoped to the user)."""
+        user = self._user(user_id)
+        row = self._read(
+            lambda c: c.execute(
+                self._q(f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions s WHERE s.id = %s"),
+                (session_id,),
+            ).fetchone()
+        )
+        if row is None or (user is not None and row[2] != user):
+            raise SessionNotFound(f"unknown session {session_id!r}")
+        return session_from_row(row)
+
+    def list_sessions(
+        self,
+        *,
+        user_id: str | None = None,
+        sources: Sequence[str] | None = None,
+        exclude_sources: Sequence[str] | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        order: Literal["last_active", "started"] = "last_active",
+    ) -> list[SessionSummary]:
+        """Browse recent sessions with a preview of the first user message."""
+        include, exclude = self._visible(sources, exclude_sources)
+        where, params = scope_sql(user_id=self._user(user_id), include=include, exclude=exclude)
+        column = "s.last_active_at" if order == "last_active" else "s.started_at"
+        query = sql.SQL(
+            "SELECT {cols}, (SELECT substr(content, 1, 200) FROM {s}.messages"
+            " WHERE session_id = s.id AND role = 'user' ORDER BY id LIMIT 1)"
+            " FROM {s}.sessions s WHERE true{where}"
+            " ORDER BY {column} DESC, s.id DESC LIMIT %s OFFSET %s"
+        ).format(cols=sql.SQL(SESSION_COLUMNS), s=self._s, where=where, column=sql.SQL(column))
+        rows = self._read(lambda c: c.execute(query, [*params, limit, offset]).fetchall())
+        return [SessionSummary(session_from_row(r[:-1]), decode_text(r[-1]) or "") for r in rows]
+
+    # ------------------------------------------------------------------ messages
+    def append_messages(
+        self, session_id: str, messages: Iterable[MessageInput | Mapping[str, Any]]
+    ) -> list[int]:
+        """Append messages in one transaction; return their ids."""
+        items = [coerce_message(m) for m in messages]
+        if not items:
+            return []
+        now = time.time()
+        rows = [
+            (
+                session_id,
+                m.role,
+                encode_text(m.content),
+                m.tool_name,
+                dump_json(m.tool_calls),
+                m.tool_call_id,
+                encode_text(m.reasoning),
+                now if m.timestamp is None else m.timestamp,
+                dump_json(m.metadata),
+            )
+            for m in items
+        ]
+        tool_calls = sum(len(m.tool_calls or []) for m in items)
+        last = max(float(r[7]) for r in rows)
+        insert = self._q(
+            "INSERT INTO {s}.messages (session_id, role, content, tool_name, tool_calls,"
+            " tool_call_id, reasoning, timestamp, metadata)"
+            " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id"
+        )
+
+        def do(cur: Cursor) -> list[int]:
+            updated = cur.execute(
+                self._q(
+                    "UPDATE {s}.sessions SET message_count = message_count + %s,"
+                    " tool_call_count = tool_call_count + %s,"
+                    " last_active_at = greatest(last_active_at, %s) WHERE id = %s"
+                ),
+                (len(rows), tool_calls, last, session_id),
+            )
+            if updated.rowcount == 0:
+                raise SessionNotFound(f"unknown session {session_id!r}")
+            cur.executemany(insert, rows, returning=True)
+            ids: list[int] = []
+            while True:
+                row = cur.fetchone()
+                if row is not None:
+                    ids.append(int(row[0]))
+                if not cur.nextset():
+                    break
+            return ids
+
+        return self._run(do)
+
+    def get_messages(
+        self, session_id: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[MessageRecord]:
+        """Messages of a session in id order."""
+        self.get_session(session_id)
+        query = self._q(
+            f"SELECT {MESSAGE_COLUMNS} FROM {{s}}.messages m WHERE m.session_id = %s"
+            " ORDER BY m.id LIMIT %s OFFSET %s"
+        )
+        rows = self._read(lambda c: c.execute(query, (session_id, limit, offset)).fetchall())
+        return [message_from_row(r) for r in rows]
+
+    def get_message(self, message_id: int) -> MessageRecord:
+        """One message by id."""
+        row = self._read(
+            lambda c: c.execute(
+                self._q(f"SELECT {MESSAGE_COLUMNS} FROM {{s}}.messages m WHERE m.id = %s"),
+                (message_id,),
+            ).fetchone()
+        )
+        if row is None:
+            raise StoreError(f"no message with id {message_id}")
+        return message_from_row(row)
+
+    # ------------------------------------------------------------------ search
+    def search_messages(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        sources: Sequence[str] | None = None,
+        exclude_sources: Sequence[str] | None = None,
+        roles: Sequence[str] | None = None,
+        session_ids: Sequence[str] | None = None,
+        sort: SortOrder = "relevance",
+        match: MatchMode = "auto",
+        limit: int = 20,
+        offset: int = 0,
+    ) -> SearchResult:
+        """Message-level full-text search; see :meth:`SessionStore.search_messages`."""
+        if sort not in ("relevance", "newest", "oldest"):
+            raise ToolArgumentError(f"sort must be relevance, newest or oldest, not {sort!r}")
+        include, exclude = self._visible(sources, exclude_sources)
+        scope = scope_sql(
+            user_id=self._user(user_id),
+            include=include,
+            exclude=exclude,
+            roles=roles,
+            session_ids=session_ids,
+        )
+        combine = "all" if match == "all" or (match == "auto" and sort != "relevance") else "any"
+        parsed = parse_query(query, combine=combine)
+        warnings = list(parsed.warnings)
+        if parsed.root is None:
+            warnings.append("the query has no searchable words")
+
+        def run(p: ParsedQuery) -> tuple[list[SearchHit], str]:
+            return self._read(
+                lambda c: run_search(
+                    c, self._s, p, scope=scope, sort=sort, limit=limit, offset=offset
+                )
+            )
+
+        try:
+            hits, compiled = run(parsed)
+            if not hits and combine == "all" and match == "auto" and len(parsed.terms) > 1:
+                hits, compiled = run(parsed.plain("any"))
+                if hits:
+                    parsed = parsed.plain("any")
+                    warnings.append("no message has every word; showing messages with any")
+        except StoreError as first:
+            if first.__cause__ is None or isinstance(first.__cause__, _UNAVAILABLE):
+                raise  # the database is unavailable: not a query problem
+            plain = parsed.plain("any")
+            warnings.append(f"search failed ({first.__cause__}); retried with the plain terms")
+            try:
+                hits, compiled = run(plain)
+            except StoreError as second:
+                raise StoreError(f"search failed for {query!r}: {second.__cause__}") from second
+            parsed = plain
+        return SearchResult(hits, parsed.plan(), query, compiled, warnings)
+
+    def windows(
+        self, anchors: Sequence[int], *, window: int = 5, bookend: int = 3
+    ) -> dict[int, MessageWindow]:
+        """Windows around several anchors in two queries."""
+        return self._read(
+            lambda c: fetch_windows(
+                c, self._s, list(anchors), window=max(0, window), bookend=max(0, bookend)
+            )
+        )
+
+    # ------------------------------------------------------------------ lineage
+    def _parents(self, cur: Cursor, session_ids: list[str]) -> dict[str, str | None]:
+        query = self._q("""
+        WITH RECURSIVE up(id, parent, depth) AS (
+            SELECT id, parent_session_id, 0 FROM {s}.sessions WHERE id = ANY(%s)
+            UNION SELECT s.id, s.parent_session_id, up.depth + 1
+            FROM up JOIN {s}.sessions s ON s.id = up.parent WHERE up.depth < 10000)
+        SELECT DISTINCT id, parent FROM up
+        """)
+        return {row[0]: row[1] for row in cur.execute(query, (session_ids,))}
+
+    def lineage_roots(self, session_ids: Iterable[str]) -> dict[str, str]:
+        """Map each known session id to its lineage root (one recursive query)."""
+        wanted = list(dict.fromkeys(session_ids))
+        parents = self._read(lambda c: self._parents(c, wanted))
+        return {sid: walk_to_root(sid, parents) for sid in wanted if sid in parents}
+
+    def children(self, session_id: str) -> list[SessionRecord]:
+        """Direct children, oldest first."""
+        query = self._q(
+            f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions s WHERE s.parent_session_id = %s"
+            " ORDER BY s.started_at, s.id"
+        )
+        rows = self._read(lambda c: c.execute(query, (session_id,)).fetchall())
+        return [session_from_row(r) for r in rows]
+
+    def lineage(self, session_id: str) -> list[str]:
+        """Every id in the lineage tree, root first (breadth-first by start time)."""
+        root = self.lineage_root(session_id)
+        query = self._q("""
+        WITH RECURSIVE down(id, depth, started) AS (
+            SELECT id, 0, started_at FROM {s}.sessions WHERE id = %s
+            UNION SELECT s.id, down.depth + 1, s.started_at FROM down
+            JOIN {s}.sessions s ON s.parent_session_id = down.id WHERE down.depth < 10000)
+        SELECT id FROM down GROUP BY id ORDER BY min(depth), min(started), id
+        """)
+        return [r[0] for r in self._read(lambda c: c.execute(query, (root,)).fetchall())]
+
+    # ------------------------------------------------------------------ forget
+    def forget_message(self, message_id: int) -> int:
+        """Delete one message (its index entries go with the row)."""
+
+        def do(cur: Cursor) -> int:
+            row = cur.execute(
+                self._q("DELETE FROM {s}.messages WHERE id = %s RETURNING session_id, tool_calls"),
+                (message_id,),
+            ).fetchone()
+            if row is None:
+                return 0
+            calls = len(json.loads(row[1])) if row[1] else 0
+            cur.execute(
+                self._q(
+                    "UPDATE {s}.sessions SET message_count = greatest(0, message_count - 1),"
+                    " tool_call_count = greatest(0, tool_call_count - %s) WHERE id = %s"
+                ),
+                (calls, row[0]),
+            )
+            return 1
+
+        return self._run(do)
+
+    def forget_session(self, session_id: str) -> int:
+        """Delete a session and its messages; children move up to its parent."""
+
+        def do(cur: Cursor) -> int:
+            row = cur.execute(
+                self._q("SELECT parent_session_id FROM {s}.sessions WHERE id = %s FOR UPDATE"),
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(f"unknown session {session_id!r}")
+            cur.execute(
+                self._q(
+                    "UPDATE {s}.sessions SET parent_session_id = %s WHERE parent_session_id = %s"
+                ),
+                (row[0], session_id),
+            )
+            deleted = cur.execute(
+                self._q("DELETE FROM {s}.messages WHERE session_id = %s"), (session_id,)
+            ).rowcount
+            cur.execute(self._q("DELETE FROM {s}.sessions WHERE id = %s"), (session_id,))
+            return int(deleted)
+
+        return self._run(do)
+
+    def forget_user(self, user_id: str) -> int:
+        """Delete every session and message of a user."""
+        resolve_user(self.user_id, user_id)
+
+        def do(cur: Cursor) -> int:
+            ids = "SELECT id FROM {s}.sessions WHERE user_id = %s"
+            deleted = cur.execute(
+                self._q(f"DELETE FROM {{s}}.messages WHERE session_id IN ({ids})"), (user_id,)
+            ).rowcount
+            cur.execute(
+                self._q(
+                    "UPDATE {s}.sessions SET parent_session_id = NULL"
+                    f" WHERE parent_session_id IN ({ids})"
+                    " AND (user_id IS NULL OR user_id <> %s)"
+                ),
+                (user_id, user_id),
+            )
+            cur.execute(self._q("DELETE FROM {s}.sessions WHERE user_id = %s"), (user_id,))
+            return int(deleted)
+
+        return self._run(do)
+
+    # ------------------------------------------------------------------ portability
+    def export_jsonl(
+        self,
+        out: IO[str],
+        *,
+        session_ids: Sequence[str] | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        """Write sessions as JSONL, one message per line; return lines written."""
+        user = self._user(user_id)
+        return self._read(lambda c: export_sessions(c, self._s, out, session_ids, user))
+
+    def import_jsonl(
+        self, lines: Iterable[str], *, on_conflict: Literal["skip", "replace", "error"] = "skip"
+    ) -> ImportReport:
+        """Import an export exactly (ids, timestamps, counters, metadata)."""
+        grouped: dict[str, tuple[SessionRecord, list[MessageRecord]]] = {}
+        for line in lines:
+            if line.strip():
+                session, message = parse_export_line(line)
+                entry = grouped.setdefault(session.id, (session, []))
+                if message is not None:
+                    entry[1].append(message)
+        for session, _ in grouped.values():
+            resolve_user(self.user_id, session.user_id)
+        entries = list(grouped.values())
+        return self._run(lambda c: import_sessions(c, self._s, entries, on_conflict))
+
+    # ------------------------------------------------------------------ maintenance
+    def rebuild_index(self) -> None:
+        """Recompute stale ``tsv`` values, REINDEX, and (re)create the trigram index."""
+        self._run(lambda c: migrations.rebuild_indexes(c, self._s))
+
+    def check_index(self) -> None:
+        """Verify indexes are valid and every ``tsv`` matches its text; else ``StoreError``."""
+        invalid, stale = self._read(lambda c: migrations.index_problems(c, self._s))
+        if invalid or stale:
+            raise StoreError(
+                f"full-text index is inconsistent: invalid indexes {invalid}, "
+                f"{stale} stale rows; run rebuild_index()"
+            )
+
+    def get_meta(self, key: str) -> str | None:
+        """Read a metadata value."""
+        row = self._read(
+            lambda c: c.execute(
+                self._q("SELECT value FROM {s}.meta WHERE key = %s"), (key,)
+            ).fetchone()
+        )
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write a metadata value."""
+        self._run(
+            lambda c: c.execute(
+                self._q(
+                    "INSERT INTO {s}.meta(key, value) VALUES (%s, %s)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+                ),
+                (key, value),
+            )
+        )
+
+
+def _column_value(key: str, value: Any) -> Any:
+    if key == "metadata":
+        return dump_json(value)
+    if key == "title":
+        return encode_text(value)
+    return value

@@ -1,0 +1,177 @@
+"""JSONL export and import for the PostgreSQL session store (same format as SQLite)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import IO, Any
+
+import psycopg
+from psycopg import sql
+
+from memoryport.errors import StoreError
+from memoryport.storage.sessions.base import (
+    ImportReport,
+    MessageRecord,
+    SessionRecord,
+    export_line,
+)
+from memoryport.storage.sessions.postgres_sql import (
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    dump_json,
+    encode_text,
+    message_from_row,
+    session_from_row,
+    session_values,
+)
+
+__all__ = ["export_sessions", "import_sessions"]
+
+Cursor = psycopg.Cursor[Any]
+
+_BATCH = 200
+
+
+def export_sessions(
+    cur: Cursor,
+    schema: sql.Identifier,
+    out: IO[str],
+    session_ids: Sequence[str] | None,
+    user_id: str | None,
+) -> int:
+    """Write the selected sessions, oldest first, one line per message; return lines.
+
+    Runs in one transaction, so the export is a consistent snapshot even while other
+    machines write; messages are fetched for batches of sessions, not one query each.
+    """
+    cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    where: list[str] = []
+    params: list[Any] = []
+    if user_id is not None:
+        where.append("s.user_id = %s")
+        params.append(user_id)
+    if session_ids is not None:
+        where.append("s.id = ANY(%s)")
+        params.append(list(session_ids))
+    query = sql.SQL("SELECT {cols} FROM {s}.sessions s WHERE {where} ORDER BY s.started_at, s.id")
+    sessions = [
+        session_from_row(r)
+        for r in cur.execute(
+            query.format(
+                cols=sql.SQL(SESSION_COLUMNS),
+                s=schema,
+                where=sql.SQL(" AND ".join(where) or "true"),
+            ),
+            params,
+        ).fetchall()
+    ]
+    lines = 0
+    messages_sql = sql.SQL(
+        "SELECT {cols} FROM {s}.messages m WHERE m.session_id = ANY(%s) ORDER BY m.id"
+    ).format(cols=sql.SQL(MESSAGE_COLUMNS), s=schema)
+    for start in range(0, len(sessions), _BATCH):
+        batch = sessions[start : start + _BATCH]
+        grouped: dict[str, list[MessageRecord]] = {}
+        for row in cur.execute(messages_sql, ([s.id for s in batch],)):
+            message = message_from_row(row)
+            grouped.setdefault(message.session_id, []).append(message)
+        for session in batch:
+            found: list[MessageRecord | None] = list(grouped.get(session.id, [])) or [None]
+            for item in found:
+                out.write(export_line(session, item) + "\n")
+                lines += 1
+    return lines
+
+
+def import_sessions(
+    cur: Cursor,
+    schema: sql.Identifier,
+    entries: list[tuple[SessionRecord, list[MessageRecord]]],
+    on_conflict: str,
+) -> ImportReport:
+    """Insert exported sessions and messages exactly, in the caller's transaction.
+
+    Parent links are checked at commit (so a child may precede its parent), and the
+    messages table is locked against concurrent appends while explicit ids are written
+    and the id sequence is moved past them.
+    """
+
+    def q(text: str) -> sql.Composed:
+        return sql.SQL(text).format(s=schema)
+
+    cur.execute("SET CONSTRAINTS ALL DEFERRED")
+    cur.execute(q("LOCK TABLE {s}.messages IN SHARE ROW EXCLUSIVE MODE"))
+    imported = skipped = messages = 0
+    session_cols = SESSION_COLUMNS.replace("s.", "")
+    message_cols = MESSAGE_COLUMNS.replace("m.", "")
+    insert_with_id = q(f"INSERT INTO {{s}}.messages ({message_cols}) VALUES ({_ph(10)})")
+    insert_new_id = q(
+        f"INSERT INTO {{s}}.messages ({message_cols.replace('id, ', '', 1)}) VALUES ({_ph(9)})"
+    )
+    deferred: list[MessageRecord] = []
+    for session, items in entries:
+        exists = cur.execute(q("SELECT 1 FROM {s}.sessions WHERE id = %s"), (session.id,))
+        if exists.fetchone() is not None:
+            if on_conflict == "error":
+                raise StoreError(f"session {session.id!r} already exists")
+            if on_conflict == "skip":
+                skipped += 1
+                continue
+            cur.execute(q("DELETE FROM {s}.messages WHERE session_id = %s"), (session.id,))
+            cur.execute(q("DELETE FROM {s}.sessions WHERE id = %s"), (session.id,))
+        values = session_values(session)
+        cur.execute(
+            q(
+                f"INSERT INTO {{s}}.sessions ({session_cols}) VALUES"
+                f" ({','.join(['%s'] * len(values))})"
+            ),
+            values,
+        )
+        for m in (replace(x, session_id=session.id) for x in items):
+            taken = cur.execute(q("SELECT 1 FROM {s}.messages WHERE id = %s"), (m.id,)).fetchone()
+            if taken:
+                deferred.append(m)
+            else:
+                cur.execute(insert_with_id, (m.id, *_message_values(m)))
+        imported += 1
+        messages += len(items)
+    _advance_sequence(cur, schema)
+    for m in deferred:  # ids already used: take fresh ones past every imported id
+        cur.execute(insert_new_id, _message_values(m))
+    return ImportReport(imported, skipped, messages)
+
+
+def _ph(count: int) -> str:
+    return ", ".join(["%s"] * count)
+
+
+def _message_values(m: MessageRecord) -> tuple[Any, ...]:
+    """Values for ``MESSAGE_COLUMNS`` minus ``id``, ready to insert."""
+    return (
+        m.session_id,
+        m.role,
+        encode_text(m.content),
+        m.timestamp,
+        m.tool_name,
+        dump_json(m.tool_calls),
+        m.tool_call_id,
+        encode_text(m.reasoning),
+        dump_json(m.metadata),
+    )
+
+
+def _advance_sequence(cur: Cursor, schema: sql.Identifier) -> None:
+    """Move the message id sequence past every id now in the table."""
+    table = sql.SQL("{s}.messages").format(s=schema).as_string(cur)
+    row = cur.execute("SELECT pg_get_serial_sequence(%s, 'id')", (table,)).fetchone()
+    if row is None or row[0] is None:
+        raise StoreError("the messages table has no id sequence")
+    sequence = sql.SQL(row[0])
+    cur.execute(
+        sql.SQL(
+            "SELECT setval(%s::regclass, greatest((SELECT coalesce(max(id), 0) FROM {s}.messages),"
+            " (SELECT last_value FROM {seq}), 1))"
+        ).format(s=schema, seq=sequence),
+        (row[0],),
+    )

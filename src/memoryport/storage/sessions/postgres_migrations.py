@@ -1,0 +1,342 @@
+"""Named, append-only schema migrations for the PostgreSQL session store.
+
+Each migration is a function taking an open cursor and the quoted schema name;
+:func:`migrate` applies the pending ones in order, each in its own transaction together
+with its record in ``<schema>._migrations``. Never edit or reorder a released
+migration: add a new one at the end.
+
+Several machines may open the same store at once, so every migration transaction
+first takes a database-wide advisory lock and re-reads ``_migrations`` under it: the
+first process migrates, the others wait and then find nothing to do.
+
+Schema notes (the PostgreSQL twin of the SQLite layout):
+
+* ``messages.tsv`` is a stored generated ``tsvector`` (``memoryport_english``: Snowball
+  English stemming, no stopword list) over ``content``, ``tool_name`` and ``tool_calls``, with a
+  GIN index. The text is first passed through :data:`SEARCH_FOLD` -- ASCII punctuation
+  becomes spaces and Latin diacritics are stripped -- so that ``/usr/lib/foo.py``,
+  ``chat-send`` or ``user@example.com`` index as separate words (as SQLite's
+  ``unicode61`` tokenizer does) and ``café`` matches ``cafe``.
+* ``messages_content_trgm`` is a partial GIN ``pg_trgm`` index over the ``content`` of
+  messages containing CJK, kana or Hangul text (the SQLite trigram index covers the same
+  rows). ``pg_trgm`` is optional: when the extension cannot be created (not installed,
+  no privilege) the index is skipped, ``meta.trigram_index`` says ``missing``, and CJK
+  search still works by an unindexed ``ILIKE`` scan. ``rebuild_index`` retries.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from memoryport.errors import MigrationError
+
+__all__ = [
+    "CJK_REGEX",
+    "MIGRATIONS",
+    "SEARCH_FOLD",
+    "Migration",
+    "applied",
+    "ensure_trigram_index",
+    "fold_text",
+    "index_problems",
+    "migrate",
+    "pending",
+    "rebuild_indexes",
+    "search_doc",
+    "ts_config",
+]
+
+Cursor = psycopg.Cursor[Any]
+Migration = Callable[[Cursor, sql.Identifier], None]
+
+MIGRATIONS: list[tuple[str, Migration]] = []
+
+_LOCK_KEY = 0x6D656D706F7274  # "memport": one advisory lock for all memoryport migrations
+
+CJK_REGEX = (
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002a6df]"
+)
+"""POSIX regex matching text with CJK, kana or Hangul characters (the trigram scope)."""
+
+
+def _fold_table() -> tuple[str, str]:
+    src: list[str] = []
+    dst: list[str] = []
+    for code in range(0xC0, 0x250):
+        char = chr(code)
+        base = "".join(
+            c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c)
+        )
+        if len(base) == 1 and base != char and base.isascii() and base.isalpha():
+            src.append(char)
+            dst.append(base)
+    punctuation = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\ue000\ue001"
+    return "".join(src) + punctuation, "".join(dst) + " " * len(punctuation)
+
+
+SEARCH_FOLD: tuple[str, str] = _fold_table()
+"""``translate()`` arguments: Latin letters with diacritics -> base letter, punctuation -> space."""
+
+_FOLD_MAP = str.maketrans(*SEARCH_FOLD)
+
+
+def fold_text(text: str) -> str:
+    """Apply :data:`SEARCH_FOLD` in Python, exactly as the index does in SQL."""
+    return text.translate(_FOLD_MAP)
+
+
+def _literal(text: str) -> sql.Literal:
+    return sql.Literal(text)
+
+
+def ts_config(schema: sql.Identifier) -> sql.Composed:
+    """The store's text search configuration as a ``regconfig`` expression."""
+    return sql.SQL("{}::regconfig").format(
+        sql.Literal(sql.SQL("{s}.memoryport_english").format(s=schema).as_string())
+    )
+
+
+def search_doc(schema: sql.Identifier) -> sql.Composed:
+    """The generated ``tsv`` column's expression (columns unqualified)."""
+    return sql.SQL(
+        "to_tsvector({cfg}, translate("
+        "content || ' ' || coalesce(tool_name, '') || ' ' || coalesce(tool_calls, ''), {a}, {b}))"
+    ).format(cfg=ts_config(schema), a=_literal(SEARCH_FOLD[0]), b=_literal(SEARCH_FOLD[1]))
+
+
+def _migration(fn: Migration) -> Migration:
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@_migration
+def m001_initial(cur: Cursor, schema: sql.Identifier) -> None:
+    """Sessions, messages and key/value metadata."""
+    cur.execute(
+        sql.SQL("""
+    CREATE TABLE {s}.sessions (
+        id text PRIMARY KEY,
+        source text NOT NULL,
+        user_id text,
+        model text NOT NULL DEFAULT '',
+        title text NOT NULL DEFAULT '',
+        parent_session_id text REFERENCES {s}.sessions(id) ON DELETE SET NULL
+            DEFERRABLE INITIALLY IMMEDIATE,
+        started_at double precision NOT NULL,
+        ended_at double precision,
+        end_reason text NOT NULL DEFAULT '',
+        last_active_at double precision NOT NULL,
+        message_count integer NOT NULL DEFAULT 0,
+        tool_call_count integer NOT NULL DEFAULT 0,
+        input_tokens bigint NOT NULL DEFAULT 0,
+        output_tokens bigint NOT NULL DEFAULT 0,
+        cache_read_tokens bigint NOT NULL DEFAULT 0,
+        cache_write_tokens bigint NOT NULL DEFAULT 0,
+        reasoning_tokens bigint NOT NULL DEFAULT 0,
+        estimated_cost_usd double precision,
+        actual_cost_usd double precision,
+        metadata text
+    );
+    CREATE INDEX sessions_parent ON {s}.sessions(parent_session_id);
+    CREATE TABLE {s}.messages (
+        id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+        session_id text NOT NULL REFERENCES {s}.sessions(id) ON DELETE CASCADE,
+        role text NOT NULL,
+        content text NOT NULL DEFAULT '',
+        tool_name text,
+        tool_calls text,
+        tool_call_id text,
+        reasoning text,
+        timestamp double precision NOT NULL,
+        metadata text
+    );
+    CREATE INDEX messages_session ON {s}.messages(session_id, id);
+    CREATE TABLE {s}.meta (key text PRIMARY KEY, value text NOT NULL);
+    """).format(s=schema)
+    )
+
+
+@_migration
+def m002_fts_indexes(cur: Cursor, schema: sql.Identifier) -> None:
+    """The generated ``tsvector`` column with its GIN index, and the optional trigram index.
+
+    ``memoryport_english`` is ``english`` (Snowball stemming) without the stopword list,
+    like SQLite's ``porter`` tokenizer: ``what?`` or the phrase ``"to be or not"`` must
+    stay searchable. Natural-language queries drop stopwords in the shared parser.
+    """
+    for statement in (
+        "CREATE TEXT SEARCH DICTIONARY {s}.memoryport_english_stem"
+        " (TEMPLATE = pg_catalog.snowball, LANGUAGE = english)",
+        "CREATE TEXT SEARCH CONFIGURATION {s}.memoryport_english (COPY = pg_catalog.english)",
+        "ALTER TEXT SEARCH CONFIGURATION {s}.memoryport_english"
+        " ALTER MAPPING REPLACE pg_catalog.english_stem WITH {s}.memoryport_english_stem",
+    ):
+        cur.execute(sql.SQL(statement).format(s=schema))
+    cur.execute(
+        sql.SQL(
+            "ALTER TABLE {s}.messages ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({doc}) STORED"
+        ).format(s=schema, doc=search_doc(schema))
+    )
+    cur.execute(
+        sql.SQL("CREATE INDEX messages_tsv ON {s}.messages USING gin (tsv)").format(s=schema)
+    )
+    ensure_trigram_index(cur, schema)
+
+
+@_migration
+def m003_session_browse_indexes(cur: Cursor, schema: sql.Identifier) -> None:
+    """Indexes for per-user browse (user, last activity) and source filters."""
+    for statement in (
+        "CREATE INDEX sessions_user_active ON {s}.sessions(user_id, last_active_at)",
+        "CREATE INDEX sessions_active ON {s}.sessions(last_active_at)",
+        "CREATE INDEX sessions_source ON {s}.sessions(source)",
+    ):
+        cur.execute(sql.SQL(statement).format(s=schema))
+
+
+def _trigram_ops(cur: Cursor) -> sql.Composable | None:
+    """Create ``pg_trgm`` if possible; return its ``gin_trgm_ops`` operator class or None."""
+    try:
+        with cur.connection.transaction():
+            cur.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    except psycopg.Error:
+        return None
+    row = cur.execute(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'pg_trgm'"
+    ).fetchone()
+    if row is None:
+        return None
+    return sql.SQL("{}.gin_trgm_ops").format(sql.Identifier(row[0]))
+
+
+def ensure_trigram_index(cur: Cursor, schema: sql.Identifier) -> bool:
+    """Create the partial trigram index if ``pg_trgm`` allows; record the outcome in meta.
+
+    Runs inside the caller's transaction (the extension attempt uses a savepoint).
+    Returns True when the index exists afterwards.
+    """
+    ops = _trigram_ops(cur)
+    if ops is not None:
+        cur.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS messages_content_trgm ON {s}.messages "
+                "USING gin (content {ops}) WHERE content ~ {cjk}"
+            ).format(s=schema, ops=ops, cjk=sql.Literal(CJK_REGEX))
+        )
+    state = "present" if ops is not None else "missing"
+    cur.execute(
+        sql.SQL(
+            "INSERT INTO {s}.meta(key, value) VALUES ('trigram_index', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        ).format(s=schema),
+        (state,),
+    )
+    return ops is not None
+
+
+def _stale_rows(cur: Cursor, schema: sql.Identifier) -> int:
+    """Rows whose stored ``tsv`` no longer equals the expression (e.g. dictionary changed)."""
+    query = sql.SQL("SELECT count(*) FROM {s}.messages WHERE tsv IS DISTINCT FROM {doc}")
+    row = cur.execute(query.format(s=schema, doc=search_doc(schema))).fetchone()
+    return int(row[0]) if row else 0
+
+
+def index_problems(cur: Cursor, schema: sql.Identifier) -> tuple[list[str], int]:
+    """Names of invalid indexes on ``messages`` and the count of stale ``tsv`` rows."""
+    table = sql.SQL("{s}.messages").format(s=schema).as_string(cur)
+    invalid = cur.execute(
+        "SELECT indexrelid::regclass::text FROM pg_index"
+        " WHERE indrelid = %s::regclass AND NOT (indisvalid AND indisready)",
+        (table,),
+    ).fetchall()
+    return [r[0] for r in invalid], _stale_rows(cur, schema)
+
+
+def rebuild_indexes(cur: Cursor, schema: sql.Identifier) -> None:
+    """Recompute stale ``tsv`` values, (re)create the trigram index, REINDEX the table."""
+    if _stale_rows(cur, schema):
+        cur.execute(
+            sql.SQL(
+                "UPDATE {s}.messages SET content = content WHERE tsv IS DISTINCT FROM {doc}"
+            ).format(s=schema, doc=search_doc(schema))
+        )
+    ensure_trigram_index(cur, schema)
+    cur.execute(sql.SQL("REINDEX TABLE {s}.messages").format(s=schema))
+
+
+# ---------------------------------------------------------------------------- runner
+
+
+def _ensure_table(conn: psycopg.Connection[Any], schema: sql.Identifier) -> None:
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {s}").format(s=schema))
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {s}._migrations "
+                "(name text PRIMARY KEY, applied_at double precision NOT NULL)"
+            ).format(s=schema)
+        )
+
+
+def _done(conn: psycopg.Connection[Any], schema: sql.Identifier) -> set[str]:
+    rows = conn.execute(sql.SQL("SELECT name FROM {s}._migrations").format(s=schema))
+    return {row[0] for row in rows}
+
+
+def applied(conn: psycopg.Connection[Any], schema: str) -> list[str]:
+    """Names of applied migrations, in the order they were defined."""
+    ident = sql.Identifier(schema)
+    _ensure_table(conn, ident)
+    with conn.transaction():
+        done = _done(conn, ident)
+    return [name for name, _ in MIGRATIONS if name in done]
+
+
+def pending(conn: psycopg.Connection[Any], schema: str) -> list[str]:
+    """Names of migrations not yet applied."""
+    done = set(applied(conn, schema))
+    return [name for name, _ in MIGRATIONS if name not in done]
+
+
+def migrate(
+    conn: psycopg.Connection[Any], schema: str, *, stop_before: str | None = None
+) -> list[str]:
+    """Create ``schema`` if needed and apply pending migrations; return the names applied.
+
+    ``conn`` must be in autocommit mode. Each migration and its ``_migrations`` record
+    commit together under the advisory lock; a failure rolls that one back and raises
+    ``MigrationError``, leaving the schema at the last good migration.
+    """
+    ident = sql.Identifier(schema)
+    try:
+        _ensure_table(conn, ident)
+    except psycopg.Error as exc:
+        raise MigrationError(f"cannot prepare schema {schema!r}: {exc}") from exc
+    ran: list[str] = []
+    for name, fn in MIGRATIONS:
+        if name == stop_before:
+            break
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                if name in _done(conn, ident):
+                    continue
+                fn(cur, ident)
+                cur.execute(
+                    sql.SQL("INSERT INTO {s}._migrations(name, applied_at) VALUES (%s, %s)").format(
+                        s=ident
+                    ),
+                    (name, time.time()),
+                )
+        except psycopg.Error as exc:
+            raise MigrationError(f"migration {name} failed: {exc}") from exc
+        ran.append(name)
+    return ran

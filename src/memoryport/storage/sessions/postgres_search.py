@@ -1,0 +1,215 @@
+"""Search and window queries of the PostgreSQL session store.
+
+Plans mirror the SQLite store (see :meth:`ParsedQuery.plan`):
+
+* ``fts`` -- ``tsv @@ tsquery`` on the GIN index. The tsquery is compiled from the shared
+  parse tree (:func:`compile_tsquery`) and normalised by ``to_tsquery(<store config>, ...)``
+  once, up front; a query left with only stopwords or only negations returns nothing
+  instead of scanning the table. Relevance is ``ts_rank_cd`` (cover density,
+  normalised by document length), newest/oldest walk message ids.
+* ``trigram`` -- ``content ILIKE`` over messages containing CJK text, which the partial
+  ``pg_trgm`` GIN index answers when the extension is present (and a scan otherwise).
+  Relevance counts occurrences of the terms, damped by length.
+* ``like`` -- short CJK terms: the same ``ILIKE`` over all content, newest first.
+
+Snippets (``ts_headline`` or :func:`make_snippet`) are computed only for the final page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from memoryport.storage.sessions.base import MessageRecord, SearchHit, SortOrder, shape_window
+from memoryport.storage.sessions.postgres_migrations import CJK_REGEX, ts_config
+from memoryport.storage.sessions.postgres_sql import (
+    MESSAGE_COLUMNS,
+    compile_ilike,
+    compile_tsquery,
+    decode_text,
+    message_from_row,
+)
+from memoryport.storage.sessions.query import ParsedQuery, iter_terms, make_snippet
+
+__all__ = ["fetch_windows", "run_search"]
+
+Cursor = psycopg.Cursor[Any]
+
+_HIT_COLUMNS = f"{MESSAGE_COLUMNS}, s.source, s.model, s.started_at, s.title, s.parent_session_id"
+_HEADLINE_OPTIONS = (
+    "StartSel=>>>, StopSel=<<<, MaxWords=24, MinWords=8, ShortWord=0, "
+    "MaxFragments=1, FragmentDelimiter=..."
+)
+
+
+def run_search(
+    cur: Cursor,
+    schema: sql.Identifier,
+    parsed: ParsedQuery,
+    *,
+    scope: tuple[sql.Composable, list[Any]],
+    sort: SortOrder,
+    limit: int,
+    offset: int,
+) -> tuple[list[SearchHit], str]:
+    """Run a parsed query; return the hits and the compiled expression."""
+    plan = parsed.plan()
+    if parsed.root is None or plan == "empty":
+        return [], ""
+    if plan == "fts":
+        return _fts_search(cur, schema, parsed, scope, sort, limit, offset)
+    where, params = compile_ilike(parsed.root, "m.content")
+    if plan == "trigram":
+        where = f"m.content ~ {_quote(CJK_REGEX)} AND {where}"
+    needles = [t.text for t in iter_terms(parsed.root, negated=False)]
+    score = _occurrence_score(needles) if plan == "trigram" and sort == "relevance" else None
+    order = _order(sort, "score" if score is not None else None)
+    query = sql.SQL(
+        "SELECT {cols}, {score} AS score FROM {s}.messages m JOIN {s}.sessions s"
+        " ON s.id = m.session_id WHERE {where}{scope} ORDER BY {order} LIMIT %s OFFSET %s"
+    ).format(
+        cols=sql.SQL(_HIT_COLUMNS),
+        score=score[0] if score else sql.SQL("0.0"),
+        s=schema,
+        where=sql.SQL(where),
+        scope=scope[0],
+        order=sql.SQL(order),
+    )
+    score_params = score[1] if score else []
+    rows = cur.execute(query, [*score_params, *params, *scope[1], limit, offset]).fetchall()
+    hits = []
+    for row in rows:
+        message = message_from_row(row)
+        hits.append(_hit(message, row, make_snippet(message.content, needles), float(row[15])))
+    return hits, where
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _order(sort: SortOrder, score: str | None) -> str:
+    if sort == "oldest":
+        return "m.id ASC"
+    if sort == "newest" or score is None:
+        return "m.id DESC"
+    return f"{score} DESC, m.id DESC"
+
+
+def _occurrence_score(needles: Sequence[str]) -> tuple[sql.Composable, list[Any]]:
+    """Occurrences of every needle in ``m.content``, damped by the content's length."""
+    parts = []
+    params: list[Any] = []
+    for needle in needles:
+        parts.append(
+            "(length(m.content) - length(replace(lower(m.content), lower(%s), '')))"
+            " / greatest(length(%s), 1)::float8"
+        )
+        params.extend([needle, needle])
+    total = " + ".join(parts) or "0"
+    return sql.SQL(f"(({total}) / (1 + ln(1 + length(m.content))))"), params
+
+
+def _fts_search(
+    cur: Cursor,
+    schema: sql.Identifier,
+    parsed: ParsedQuery,
+    scope: tuple[sql.Composable, list[Any]],
+    sort: SortOrder,
+    limit: int,
+    offset: int,
+) -> tuple[list[SearchHit], str]:
+    assert parsed.root is not None
+    source = compile_tsquery(parsed.root)
+    row = cur.execute(
+        sql.SQL("SELECT q::text, querytree(q) FROM to_tsquery({cfg}, %s) AS q").format(
+            cfg=ts_config(schema)
+        ),
+        (source,),
+    ).fetchone()
+    compiled = row[0] if row else ""
+    if not compiled or row is None or row[1] == "T":
+        return [], compiled
+    order = _order(sort, "score")
+    query = sql.SQL(
+        "SELECT page.*, ts_headline({cfg}, page.content, %s::tsquery, %s) FROM ("
+        " SELECT {cols}, ts_rank_cd(m.tsv, q, 1) AS score"
+        " FROM {s}.messages m JOIN {s}.sessions s ON s.id = m.session_id,"
+        " CAST(%s AS tsquery) AS q"
+        " WHERE m.tsv @@ q{scope} ORDER BY {order} LIMIT %s OFFSET %s) AS page"
+        " ORDER BY {outer}"
+    ).format(
+        cols=sql.SQL(_HIT_COLUMNS),
+        s=schema,
+        scope=scope[0],
+        order=sql.SQL(order),
+        cfg=ts_config(schema),
+        outer=sql.SQL(order.replace("m.id", "page.id")),
+    )
+    params = [compiled, _HEADLINE_OPTIONS, compiled, *scope[1], limit, offset]
+    needles = [t.text for t in iter_terms(parsed.root, negated=False)]
+    hits = []
+    for found in cur.execute(query, params).fetchall():
+        message = message_from_row(found)
+        headline = decode_text(found[16]) or ""
+        snippet = headline if ">>>" in headline else make_snippet(message.content, needles)
+        score = float(found[15]) if sort == "relevance" else 0.0
+        hits.append(_hit(message, found, snippet, score))
+    return hits, compiled
+
+
+def _hit(message: MessageRecord, row: Sequence[Any], snippet: str, score: float) -> SearchHit:
+    return SearchHit(
+        message=message,
+        snippet=snippet,
+        score=score,
+        source=row[10],
+        model=row[11],
+        session_started=row[12],
+        session_title=decode_text(row[13]) or "",
+        parent_session_id=row[14],
+    )
+
+
+def fetch_windows(
+    cur: Cursor, schema: sql.Identifier, anchors: Sequence[int], *, window: int, bookend: int
+) -> dict[int, Any]:
+    """Windows for several anchors in two queries (rows, then counts)."""
+    if not anchors:
+        return {}
+    ids = list(dict.fromkeys(int(a) for a in anchors))
+    rows_sql = sql.SQL("""
+    WITH a AS (SELECT id AS anchor, session_id AS sid FROM {s}.messages WHERE id = ANY(%s))
+    SELECT a.anchor, {cols} FROM a CROSS JOIN LATERAL (
+        SELECT a.anchor AS id
+        UNION ALL (SELECT id FROM {s}.messages WHERE session_id = a.sid AND id < a.anchor
+                   ORDER BY id DESC LIMIT %s)
+        UNION ALL (SELECT id FROM {s}.messages WHERE session_id = a.sid AND id > a.anchor
+                   ORDER BY id LIMIT %s)
+        UNION ALL (SELECT id FROM {s}.messages WHERE session_id = a.sid ORDER BY id LIMIT %s)
+        UNION ALL (SELECT id FROM {s}.messages WHERE session_id = a.sid
+                   ORDER BY id DESC LIMIT %s)
+    ) AS pick JOIN {s}.messages m ON m.id = pick.id
+    """).format(s=schema, cols=sql.SQL(MESSAGE_COLUMNS))
+    grouped: dict[int, list[MessageRecord]] = {}
+    for row in cur.execute(rows_sql, (ids, window, window, bookend, bookend)):
+        grouped.setdefault(int(row[0]), []).append(message_from_row(row[1:]))
+    counts_sql = sql.SQL("""
+    SELECT m.id,
+      (SELECT count(*) FROM {s}.messages x WHERE x.session_id = m.session_id AND x.id < m.id),
+      (SELECT count(*) FROM {s}.messages x WHERE x.session_id = m.session_id AND x.id > m.id)
+    FROM {s}.messages m WHERE m.id = ANY(%s)
+    """).format(s=schema)
+    out = {}
+    for anchor_id, before, after in cur.execute(counts_sql, (ids,)):
+        rows = grouped.get(int(anchor_id), [])
+        anchor = next((r for r in rows if r.id == anchor_id), None)
+        if anchor is None:
+            continue
+        out[int(anchor_id)] = shape_window(
+            anchor, rows, count_before=before, count_after=after, window=window, bookend=bookend
+        )
+    return out

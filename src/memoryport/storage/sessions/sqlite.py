@@ -1,0 +1,691 @@
+"""The SQLite session store (the default; embedded, one file at ``<home>/state.db``).
+
+Concurrency: WAL with ``synchronous=NORMAL`` (falls back to ``journal_mode=DELETE``, with
+one warning per database, on filesystems that refuse WAL). Every write is one
+``BEGIN IMMEDIATE`` transaction with a busy timeout plus a bounded, jittered retry, so
+several processes can append and search at once without "database is locked" errors.
+One connection per store, guarded by a lock, so a store may be shared across threads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Literal, TypeVar
+
+from memoryport.errors import SessionNotFound, StoreError, ToolArgumentError
+from memoryport.storage.sessions import migrations
+from memoryport.storage.sessions._sqlite_rows import (
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    dump_json,
+    is_busy,
+    message_from_row,
+    scope_sql,
+    session_from_row,
+)
+from memoryport.storage.sessions._sqlite_search import fetch_windows, run_search
+from memoryport.storage.sessions.base import (
+    DEFAULT_HIDDEN_SOURCES,
+    ImportReport,
+    MatchMode,
+    MessageInput,
+    MessageRecord,
+    MessageWindow,
+    SearchHit,
+    SearchResult,
+    SessionRecord,
+    SessionStore,
+    SessionSummary,
+    SortOrder,
+    check_session_fields,
+    coerce_message,
+    export_line,
+    new_session_id,
+    parse_export_line,
+    resolve_user,
+    visible_sources,
+    walk_to_root,
+)
+from memoryport.storage.sessions.query import ParsedQuery, has_cjk, parse_query
+
+__all__ = ["SQLiteSessionStore"]
+
+log = logging.getLogger("memoryport.storage.sessions")
+T = TypeVar("T")
+
+_WAL_WARNED: set[str] = set()
+_WRITE_TRIES = 15
+
+
+class SQLiteSessionStore(SessionStore):
+    """Session store in one SQLite file (``":memory:"`` works for tests).
+
+    Args:
+        path: database file; its directory is created if missing.
+        user_id: bind the store to one user (search, browse and reads are scoped).
+        hidden_sources: sources hidden from search/browse unless asked for.
+        busy_timeout: seconds SQLite waits on a lock before the retry loop takes over.
+    """
+
+    connection_factory: type[sqlite3.Connection] = sqlite3.Connection
+    """Connection class used by ``sqlite3.connect`` (a seam for tests and instrumentation)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        user_id: str | None = None,
+        hidden_sources: Sequence[str] = DEFAULT_HIDDEN_SOURCES,
+        busy_timeout: float = 5.0,
+    ) -> None:
+        self.path = str(path)
+        self.user_id = user_id or None
+        self.hidden_sources = tuple(hidden_sources)
+        self.journal_mode = ""
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                factory=self.connection_factory,
+            )
+            self._conn = conn
+            self._configure(conn, busy_timeout)
+            self._retry(lambda: migrations.migrate(conn))
+        except sqlite3.Error as exc:
+            self.close()
+            raise StoreError(f"session database unavailable at {self.path}: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"session database unavailable at {self.path}: {exc}") from exc
+
+    # ------------------------------------------------------------------ plumbing
+    def _configure(self, conn: sqlite3.Connection, busy_timeout: float) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        conn.execute("PRAGMA cache_size = -32000")
+        conn.execute("PRAGMA foreign_keys = ON")
+        self.journal_mode = self._set_journal_mode(conn)
+        conn.execute(
+            "PRAGMA synchronous = NORMAL"
+            if self.journal_mode == "wal"
+            else "PRAGMA synchronous = FULL"
+        )
+        conn.execute("PRAGMA temp_store = MEMORY")
+
+    def _set_journal_mode(self, conn: sqlite3.Connection) -> str:
+        if self.path == ":memory:":
+            return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+        problem = ""
+        try:
+            mode = str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+        except sqlite3.OperationalError as exc:
+            mode, problem = "", str(exc)
+        if mode == "wal":
+            return mode
+        mode = str(conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0]).lower()
+        if self.path not in _WAL_WARNED:
+            _WAL_WARNED.add(self.path)
+            log.warning(
+                "WAL is not available for %s (%s); using journal_mode=DELETE. Concurrent "
+                "readers will block during writes (network filesystems often refuse WAL).",
+                self.path,
+                problem or "the filesystem refused it",
+            )
+        return mode
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The open connection; ``StoreError`` once the store is closed."""
+        if self._conn is None:
+            raise StoreError(f"session database unavailable: the store at {self.path} is closed")
+        return self._conn
+
+    def _retry(self, fn: Callable[[], T]) -> T:
+        for attempt in range(_WRITE_TRIES):
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc) or attempt == _WRITE_TRIES - 1:
+                    raise
+                time.sleep(random.uniform(0.02, 0.15))
+        raise AssertionError("unreachable")
+
+    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, retrying on lock contention."""
+
+        def attempt() -> T:
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return result
+
+        with self._lock:
+            try:
+                return self._retry(attempt)
+            except sqlite3.Error as exc:
+                raise StoreError(f"session database write failed: {exc}") from exc
+
+    def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            try:
+                return self._retry(lambda: fn(self.conn))
+            except sqlite3.Error as exc:
+                raise StoreError(f"session database read failed: {exc}") from exc
+
+    def _user(self, user_id: str | None) -> str | None:
+        return resolve_user(self.user_id, user_id)
+
+    def _visible(
+        self, sources: Sequence[str] | None, exclude: Sequence[str] | None
+    ) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+        if exclude is None:
+            include = tuple(sources) if sources else None
+            return include, tuple(s for s in self.hidden_sources if not include or s not in include)
+        return visible_sources(sources, exclude)
+
+    # ------------------------------------------------------------------ lifecycle
+    def schema_version(self) -> int:
+        """Number of applied migrations."""
+        return len(self.applied_migrations())
+
+    def applied_migrations(self) -> list[str]:
+        """Names of applied migrations, in order."""
+        return self._read(migrations.applied)
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            if self._conn is not None:
+                try:
+                    self._conn.close()
+                finally:
+                    self._conn = None
+
+    # ------------------------------------------------------------------ sessions
+    def create_session(
+        self,
+        session_id: str | None = None,
+        *,
+        source: str = "cli",
+        user_id: str | None = None,
+        model: str = "",
+        title: str = "",
+        parent_session_id: str | None = None,
+        started_at: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SessionRecord:
+        """Create a session; see :meth:`SessionStore.create_session`."""
+        sid = session_id or new_session_id()
+        user = self._user(user_id)
+        started = time.time() if started_at is None else started_at
+
+        def do(conn: sqlite3.Connection) -> None:
+            owner = user
+            if parent_session_id:
+                row = conn.execute(
+                    "SELECT user_id FROM sessions WHERE id = ?", (parent_session_id,)
+                ).fetchone()
+                if row is None:
+                    raise SessionNotFound(f"unknown parent session {parent_session_id!r}")
+                owner = owner or row[0]
+            try:
+                conn.execute(
+                    "INSERT INTO sessions (id, source, user_id, model, title, parent_session_id,"
+                    " started_at, last_active_at, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (
+                        sid,
+                        source,
+                        owner,
+                        model,
+                        title,
+                        parent_session_id or None,
+                        started,
+                        started,
+                        dump_json(dict(metadata or {})),
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise StoreError(f"session {sid!r} already exists") from exc
+
+        self._write(do)
+        return self.get_session(sid)
+
+    def end_session(
+        self, session_id: str, *, end_reason: str = "", ended_at: float | None = None
+    ) -> SessionRecord:
+        """Mark a session ended."""
+        when = time.time() if ended_at is None else ended_at
+        return self.update_session(session_id, ended_at=when, end_reason=end_reason)
+
+    def update_session(self, session_id: str, **values: Any) -> SessionRecord:
+        """Set session fields (see ``SESSION_UPDATABLE_FIELDS``)."""
+        check_session_fields(values)
+        if not values:
+            return self.get_session(session_id)
+        columns = ", ".join(f"{k} = ?" for k in values)
+        params = [dump_json(v) if k == "metadata" else v for k, v in values.items()]
+
+        def do(conn: sqlite3.Connection) -> None:
+            sql = f"UPDATE sessions SET {columns} WHERE id = ?"
+            if conn.execute(sql, [*params, session_id]).rowcount == 0:
+                raise SessionNotFound(f"unknown session {session_id!r}")
+
+        self._write(do)
+        return self.get_session(session_id)
+
+    def get_session(self, session_id: str, *, user_id: str | None = None) -> SessionRecord:
+        """Return one session (scoped to the user)."""
+        user = self._user(user_id)
+        row = self._read(
+            lambda c: c.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,)
+            ).fetchone()
+        )
+        if row is None or (user is not None and row[2] != user):
+            raise SessionNotFound(f"unknown session {session_id!r}")
+        return session_from_row(row)
+
+    def list_sessions(
+        self,
+        *,
+        user_id: str | None = None,
+        sources: Sequence[str] | None = None,
+        exclude_sources: Sequence[str] | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        order: Literal["last_active", "started"] = "last_active",
+    ) -> list[SessionSummary]:
+        """Browse recent sessions with a preview of the first user message."""
+        include, exclude = self._visible(sources, exclude_sources)
+        where, params = scope_sql(user_id=self._user(user_id), include=include, exclude=exclude)
+        column = "s.last_active_at" if order == "last_active" else "s.started_at"
+        sql = (
+            f"SELECT {SESSION_COLUMNS}, (SELECT substr(content, 1, 200) FROM messages"
+            " WHERE session_id = s.id AND role = 'user' ORDER BY id LIMIT 1)"
+            f" FROM sessions s WHERE 1=1{where} ORDER BY {column} DESC, s.id DESC LIMIT ? OFFSET ?"
+        )
+        rows = self._read(lambda c: c.execute(sql, [*params, limit, offset]).fetchall())
+        return [SessionSummary(session_from_row(r[:-1]), r[-1] or "") for r in rows]
+
+    # ------------------------------------------------------------------ messages
+    def append_messages(
+        self, session_id: str, messages: Iterable[MessageInput | Mapping[str, Any]]
+    ) -> list[int]:
+        """Append messages in one transaction; return their ids."""
+        items = [coerce_message(m) for m in messages]
+        if not items:
+            return []
+        now = time.time()
+        rows = [
+            (
+                session_id,
+                m.role,
+                m.content,
+                m.tool_name,
+                dump_json(m.tool_calls),
+                m.tool_call_id,
+                m.reasoning,
+                now if m.timestamp is None else m.timestamp,
+                dump_json(m.metadata),
+                int(has_cjk(m.content)),
+            )
+            for m in items
+        ]
+        tool_calls = sum(len(m.tool_calls or []) for m in items)
+        last = max(r[7] for r in rows)
+
+        def do(conn: sqlite3.Connection) -> list[int]:
+            updated = conn.execute(
+                "UPDATE sessions SET message_count = message_count + ?, tool_call_count ="
+                " tool_call_count + ?, last_active_at = max(last_active_at, ?) WHERE id = ?",
+                (len(rows), tool_calls, last, session_id),
+            )
+            if updated.rowcount == 0:
+                raise SessionNotFound(f"unknown session {session_id!r}")
+            sql = (
+                "INSERT INTO messages (session_id, role, content, tool_name, tool_calls,"
+                " tool_call_id, reasoning, timestamp, metadata, cjk) VALUES (?,?,?,?,?,?,?,?,?,?)"
+            )
+            if len(rows) == 1:
+                return [int(conn.execute(sql, rows[0]).lastrowid or 0)]
+            first = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'")
+            start = (first.fetchone() or (0,))[0]
+            conn.executemany(sql, rows)
+            return list(range(start + 1, start + 1 + len(rows)))
+
+        return self._write(do)
+
+    def get_messages(
+        self, session_id: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[MessageRecord]:
+        """Messages of a session in id order."""
+        self.get_session(session_id)
+        sql = f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? ORDER BY m.id"
+        sql += " LIMIT ? OFFSET ?"
+        rows = self._read(
+            lambda c: c.execute(
+                sql, (session_id, -1 if limit is None else limit, offset)
+            ).fetchall()
+        )
+        return [message_from_row(r) for r in rows]
+
+    def get_message(self, message_id: int) -> MessageRecord:
+        """One message by id."""
+        row = self._read(
+            lambda c: c.execute(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.id = ?", (message_id,)
+            ).fetchone()
+        )
+        if row is None:
+            raise StoreError(f"no message with id {message_id}")
+        return message_from_row(row)
+
+    # ------------------------------------------------------------------ search
+    def search_messages(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        sources: Sequence[str] | None = None,
+        exclude_sources: Sequence[str] | None = None,
+        roles: Sequence[str] | None = None,
+        session_ids: Sequence[str] | None = None,
+        sort: SortOrder = "relevance",
+        match: MatchMode = "auto",
+        limit: int = 20,
+        offset: int = 0,
+    ) -> SearchResult:
+        """Message-level full-text search; see :meth:`SessionStore.search_messages`."""
+        if sort not in ("relevance", "newest", "oldest"):
+            raise ToolArgumentError(f"sort must be relevance, newest or oldest, not {sort!r}")
+        include, exclude = self._visible(sources, exclude_sources)
+        scope = scope_sql(
+            user_id=self._user(user_id),
+            include=include,
+            exclude=exclude,
+            roles=roles,
+            session_ids=session_ids,
+        )
+        combine = "all" if match == "all" or (match == "auto" and sort != "relevance") else "any"
+        parsed = parse_query(query, combine=combine)
+        warnings = list(parsed.warnings)
+        if parsed.root is None:
+            warnings.append("the query has no searchable words")
+
+        def run(p: ParsedQuery) -> tuple[list[SearchHit], str]:
+            return self._read(
+                lambda c: run_search(c, p, scope=scope, sort=sort, limit=limit, offset=offset)
+            )
+
+        try:
+            hits, compiled = run(parsed)
+            if not hits and combine == "all" and match == "auto" and len(parsed.terms) > 1:
+                hits, compiled = run(parsed.plain("any"))
+                if hits:
+                    parsed = parsed.plain("any")
+                    warnings.append("no message has every word; showing messages with any")
+        except StoreError as first:
+            if first.__cause__ is None:  # unavailable, not a query problem
+                raise
+            plain = parsed.plain("any")
+            warnings.append(f"search failed ({first.__cause__}); retried with the plain terms")
+            try:
+                hits, compiled = run(plain)
+            except StoreError as second:
+                raise StoreError(f"search failed for {query!r}: {second.__cause__}") from second
+            parsed = plain
+        return SearchResult(hits, parsed.plan(), query, compiled, warnings)
+
+    def windows(
+        self, anchors: Sequence[int], *, window: int = 5, bookend: int = 3
+    ) -> dict[int, MessageWindow]:
+        """Windows around several anchors in two queries."""
+        return self._read(
+            lambda c: fetch_windows(
+                c, list(anchors), window=max(0, window), bookend=max(0, bookend)
+            )
+        )
+
+    # ------------------------------------------------------------------ lineage
+    def _parents(
+        self, conn: sqlite3.Connection, session_ids: Iterable[str]
+    ) -> dict[str, str | None]:
+        sql = """
+        WITH RECURSIVE up(id, parent, depth) AS (
+            SELECT id, parent_session_id, 0 FROM sessions
+            WHERE id IN (SELECT value FROM json_each(?))
+            UNION SELECT s.id, s.parent_session_id, up.depth + 1
+            FROM up JOIN sessions s ON s.id = up.parent WHERE up.depth < 10000)
+        SELECT DISTINCT id, parent FROM up
+        """
+        return dict(conn.execute(sql, (json.dumps(list(session_ids)),)).fetchall())
+
+    def lineage_roots(self, session_ids: Iterable[str]) -> dict[str, str]:
+        """Map each known session id to its lineage root (one recursive query)."""
+        wanted = list(dict.fromkeys(session_ids))
+        parents = self._read(lambda c: self._parents(c, wanted))
+        return {sid: walk_to_root(sid, parents) for sid in wanted if sid in parents}
+
+    def children(self, session_id: str) -> list[SessionRecord]:
+        """Direct children, oldest first."""
+        sql = (
+            f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.parent_session_id = ?"
+            " ORDER BY s.started_at, s.id"
+        )
+        rows = self._read(lambda c: c.execute(sql, (session_id,)).fetchall())
+        return [session_from_row(r) for r in rows]
+
+    def lineage(self, session_id: str) -> list[str]:
+        """Every id in the lineage tree, root first (breadth-first by start time)."""
+        root = self.lineage_root(session_id)
+        sql = """
+        WITH RECURSIVE down(id, depth, started) AS (
+            SELECT id, 0, started_at FROM sessions WHERE id = ?
+            UNION SELECT s.id, down.depth + 1, s.started_at FROM down
+            JOIN sessions s ON s.parent_session_id = down.id WHERE down.depth < 10000)
+        SELECT id FROM down ORDER BY depth, started, id
+        """
+        return [r[0] for r in self._read(lambda c: c.execute(sql, (root,)).fetchall())]
+
+    # ------------------------------------------------------------------ forget
+    def forget_message(self, message_id: int) -> int:
+        """Delete one message (the triggers remove it from both indexes)."""
+
+        def do(conn: sqlite3.Connection) -> int:
+            row = conn.execute(
+                "SELECT session_id, tool_calls FROM messages WHERE id = ?", (message_id,)
+            ).fetchone()
+            if row is None:
+                return 0
+            calls = len(json.loads(row[1])) if row[1] else 0
+            conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+            conn.execute(
+                "UPDATE sessions SET message_count = max(0, message_count - 1),"
+                " tool_call_count = max(0, tool_call_count - ?) WHERE id = ?",
+                (calls, row[0]),
+            )
+            return 1
+
+        return self._write(do)
+
+    def forget_session(self, session_id: str) -> int:
+        """Delete a session and its messages; children move up to its parent."""
+
+        def do(conn: sqlite3.Connection) -> int:
+            row = conn.execute(
+                "SELECT parent_session_id FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(f"unknown session {session_id!r}")
+            conn.execute(
+                "UPDATE sessions SET parent_session_id = ? WHERE parent_session_id = ?",
+                (row[0], session_id),
+            )
+            deleted = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            return int(deleted.rowcount)
+
+        return self._write(do)
+
+    def forget_user(self, user_id: str) -> int:
+        """Delete every session and message of a user."""
+        resolve_user(self.user_id, user_id)
+
+        def do(conn: sqlite3.Connection) -> int:
+            ids = "SELECT id FROM sessions WHERE user_id = ?"
+            deleted = conn.execute(f"DELETE FROM messages WHERE session_id IN ({ids})", (user_id,))
+            conn.execute(
+                f"UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IN ({ids})"
+                " AND (user_id IS NULL OR user_id != ?)",
+                (user_id, user_id),
+            )
+            conn.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))
+            return int(deleted.rowcount)
+
+        return self._write(do)
+
+    # ------------------------------------------------------------------ portability
+    def export_jsonl(
+        self,
+        out: IO[str],
+        *,
+        session_ids: Sequence[str] | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        """Write sessions as JSONL, one message per line; return lines written."""
+        where, params = scope_sql(user_id=self._user(user_id), include=None, exclude=())
+        if session_ids is not None:
+            where += " AND s.id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(session_ids)))
+        sql = (
+            f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE 1=1{where} ORDER BY s.started_at, s.id"
+        )
+        sessions = [
+            session_from_row(r) for r in self._read(lambda c: c.execute(sql, params).fetchall())
+        ]
+        lines = 0
+        for session in sessions:
+            messages: list[MessageRecord | None] = list(self.get_messages(session.id))
+            for message in messages or [None]:
+                out.write(export_line(session, message) + "\n")
+                lines += 1
+        return lines
+
+    def import_jsonl(
+        self, lines: Iterable[str], *, on_conflict: Literal["skip", "replace", "error"] = "skip"
+    ) -> ImportReport:
+        """Import an export exactly (ids, timestamps, counters, metadata)."""
+        grouped: dict[str, tuple[SessionRecord, list[MessageRecord]]] = {}
+        for line in lines:
+            if line.strip():
+                session, message = parse_export_line(line)
+                entry = grouped.setdefault(session.id, (session, []))
+                if message is not None:
+                    entry[1].append(message)
+        for session, _ in grouped.values():
+            resolve_user(self.user_id, session.user_id)
+        return self._write(lambda c: _import(c, list(grouped.values()), on_conflict))
+
+    # ------------------------------------------------------------------ maintenance
+    def rebuild_index(self) -> None:
+        """Rebuild both FTS indexes from the messages table."""
+
+        def do(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
+            conn.execute("INSERT INTO messages_trigram(messages_trigram) VALUES ('rebuild')")
+
+        self._write(do)
+
+    def check_index(self) -> None:
+        """Run FTS5 integrity checks against the content; ``StoreError`` on mismatch."""
+
+        def do(conn: sqlite3.Connection) -> None:
+            for table in ("messages_fts", "messages_trigram"):
+                conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+
+        try:
+            self._write(do)
+        except StoreError as exc:
+            raise StoreError(f"full-text index is inconsistent: {exc.__cause__}") from exc
+
+    def get_meta(self, key: str) -> str | None:
+        """Read a metadata value."""
+        row = self._read(
+            lambda c: c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        )
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write a metadata value."""
+        self._write(
+            lambda c: c.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
+                " SET value = excluded.value",
+                (key, value),
+            )
+        )
+
+
+def _import(
+    conn: sqlite3.Connection,
+    entries: list[tuple[SessionRecord, list[MessageRecord]]],
+    on_conflict: str,
+) -> ImportReport:
+    conn.execute("PRAGMA defer_foreign_keys = ON")
+    imported = skipped = messages = 0
+    for session, items in entries:
+        exists = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session.id,)).fetchone()
+        if exists and on_conflict == "error":
+            raise StoreError(f"session {session.id!r} already exists")
+        if exists and on_conflict == "skip":
+            skipped += 1
+            continue
+        if exists:
+            conn.execute("DELETE FROM messages WHERE session_id = ?", (session.id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session.id,))
+        values = list(session.to_dict().values())
+        values[-1] = dump_json(values[-1])
+        conn.execute(
+            f"INSERT INTO sessions ({SESSION_COLUMNS.replace('s.', '')}) VALUES"
+            f" ({','.join('?' * len(values))})",
+            values,
+        )
+        for m in items:
+            taken = conn.execute("SELECT 1 FROM messages WHERE id = ?", (m.id,)).fetchone()
+            conn.execute(
+                f"INSERT INTO messages ({MESSAGE_COLUMNS.replace('m.', '')}, cjk) VALUES"
+                " (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    None if taken else m.id,
+                    session.id,
+                    m.role,
+                    m.content,
+                    m.timestamp,
+                    m.tool_name,
+                    dump_json(m.tool_calls),
+                    m.tool_call_id,
+                    m.reasoning,
+                    dump_json(m.metadata),
+                    int(has_cjk(m.content)),
+                ),
+            )
+        imported += 1
+        messages += len(items)
+    return ImportReport(imported, skipped, messages)
