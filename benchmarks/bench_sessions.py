@@ -1,13 +1,19 @@
 """Session store benchmark: ingest throughput, size on disk, search/discover latency.
 
     python benchmarks/bench_sessions.py [--sizes 100000,1000000] [--queries 30]
+        [--workdir DIR --reuse]
+
+``--reuse`` keeps the batched databases in ``--workdir`` and, when one already exists,
+skips both ingest runs for that size and measures latency on it (the 1M build takes
+minutes); the ingest figures are then reported as ``null``.
 
 The corpus replays LoCoMo dialogue (/work/shared/data/locomo-dev.json) into sessions of
 20-200 messages with varied sources, users and timestamps. To give every query class a
 known shape, 40% of messages carry the word "really" (common), a Zipf-like pseudo-word
 vocabulary adds a long tail, every 10,000th message has a rare word, 2% are CJK
 sentences, and 0.2% contain punctuation tokens (user's, what?, a/b, #tag, @name).
-Every query class is asserted to return hits (no silent empty results). Prints a table and writes benchmarks/results/bench_sessions.json.
+Every query class is asserted to return hits (no silent empty results). Prints a table
+and writes benchmarks/results/bench_sessions.json.
 """
 
 from __future__ import annotations
@@ -199,22 +205,32 @@ def latency(path: Path, rounds: int) -> dict[str, Any]:
     return out
 
 
-def run_size(n: int, rounds: int, workdir: Path) -> dict[str, Any]:
-    """Every measurement at one corpus size."""
+def run_size(n: int, rounds: int, workdir: Path, *, reuse: bool = False) -> dict[str, Any]:
+    """Every measurement at one corpus size (``reuse``: an existing database skips ingest)."""
     single_n = min(n, 20_000)
-    single = ingest_single(workdir / f"single-{n}.db", single_n)
     path = workdir / f"batched-{n}.db"
-    batched, raw = ingest_batched(path, n)
+    single: float | None = None
+    batched: float | None = None
+    raw: int | None = None
+    if reuse and path.exists():
+        raw_path = path.with_suffix(".raw")
+        raw = int(raw_path.read_text()) if raw_path.exists() else None
+    else:
+        single = ingest_single(workdir / f"single-{n}.db", single_n)
+        (workdir / f"single-{n}.db").unlink(missing_ok=True)
+        batched, raw = ingest_batched(path, n)
+        path.with_suffix(".raw").write_text(str(raw))
     size = os.path.getsize(path)
     return {
         "messages": n,
-        "ingest_single_msg_s": round(single),
+        "ingest_single_msg_s": None if single is None else round(single),
         "ingest_single_n": single_n,
-        "ingest_batched_msg_s": round(batched),
-        "raw_text_mb": round(raw / 1e6, 2),
+        "ingest_batched_msg_s": None if batched is None else round(batched),
+        "raw_text_mb": None if raw is None else round(raw / 1e6, 2),
         "db_mb": round(size / 1e6, 2),
-        "db_over_raw": round(size / raw, 2),
+        "db_over_raw": None if raw is None else round(size / raw, 2),
         "bytes_per_message": round(size / n, 1),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "latency": latency(path, rounds),
     }
 
@@ -223,8 +239,9 @@ def _print(report: dict[str, Any]) -> None:
     for res in report["sizes"]:
         print(f"\n== {res['messages']:,} messages ==")
         print(
-            f"ingest one-by-one: {res['ingest_single_msg_s']:,} msg/s "
-            f"(first {res['ingest_single_n']:,}); batched: {res['ingest_batched_msg_s']:,} msg/s"
+            f"ingest one-by-one: {res['ingest_single_msg_s']} msg/s "
+            f"(first {res['ingest_single_n']:,}); batched: {res['ingest_batched_msg_s']} msg/s"
+            f"; load average before latency: {res['load_average']}"
         )
         print(
             f"db {res['db_mb']} MB for {res['raw_text_mb']} MB of text = "
@@ -249,13 +266,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=30, help="timed rounds per class")
     parser.add_argument("--json", type=Path, default=RESULTS)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep databases in --workdir and reuse an existing one (skips its ingest)",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
-        report = {
-            "sqlite_version": __import__("sqlite3").sqlite_version,
-            "sizes": [run_size(n, args.queries, Path(tmp)) for n in sizes],
-        }
+    if args.reuse:
+        if args.workdir is None:
+            parser.error("--reuse needs --workdir")
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        results = [run_size(n, args.queries, args.workdir, reuse=True) for n in sizes]
+    else:
+        with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+            results = [run_size(n, args.queries, Path(tmp)) for n in sizes]
+    report = {"sqlite_version": __import__("sqlite3").sqlite_version, "sizes": results}
     _print(report)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2))

@@ -11,6 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from fake_openai import FakeOpenAI, Reply
+from memoryport.api import open_memory
 from memoryport.cli import main
 
 
@@ -96,3 +97,19 @@ def test_model_errors_are_reported_cleanly(home: Path, monkeypatch: pytest.Monke
         result = CliRunner().invoke(main, ["chat", "--base-url", url, "-m", "hi"])
     assert result.exit_code == 1
     assert "model error" in result.output
+
+
+def test_resume_flag_loads_the_stored_session(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_KEY", "k")
+    with FakeOpenAI([Reply(content="Noted, Ada."), Reply(content="You are Ada.")]) as server:
+        write_agent_config(home, server)
+        runner = CliRunner()
+        assert runner.invoke(main, ["chat", "-m", "I am Ada."]).exit_code == 0
+        with open_memory(home, "default", load_provider=False) as memory:
+            [summary] = memory.sessions.list_sessions()
+        result = runner.invoke(main, ["chat", "--session", summary.session.id, "-m", "Who am I?"])
+        missing = runner.invoke(main, ["chat", "--session", "nope", "-m", "hi"])
+    assert result.exit_code == 0 and result.output == "You are Ada.\n"
+    contents = [m["content"] for m in server.requests[1]["messages"][1:]]
+    assert contents[:2] == ["I am Ada.", "Noted, Ada."]
+    assert missing.exit_code == 1 and "nope" in missing.output

@@ -16,11 +16,19 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
 
 
 def _documented() -> set[str]:
+    """Headings and code spans/lines naming a command. Inside a ``## memoryport GROUP``
+    section, a code span starting with ``GROUP cmd`` counts as ``memoryport GROUP cmd``."""
     text = DOCS.read_text(encoding="utf-8")
-    headings = {m.group(1).strip() for m in re.finditer(r"^#+\s+(memoryport[^\n]*)$", text, re.M)}
-    code = set(re.findall(r"`(memoryport [a-z][a-z0-9_ -]*)", text))
-    code |= {line.strip() for line in text.splitlines() if line.startswith("memoryport ")}
-    return headings | {c.strip() for c in code}
+    found = {m.group(1).strip() for m in re.finditer(r"^#+\s+(memoryport[^\n]*)$", text, re.M)}
+    found |= {line.strip() for line in text.splitlines() if line.startswith("memoryport ")}
+    for section in re.split(r"^## ", text, flags=re.M):
+        group = re.match(r"memoryport ([a-z][a-z0-9_-]*)", section)
+        for span in re.findall(r"`([^`\n]+)`", section):
+            if span.startswith("memoryport "):
+                found.add(span.strip())
+            elif group and span.startswith(group.group(1) + " "):
+                found.add("memoryport " + span.strip())
+    return found
 
 
 def _command(path: str) -> click.Command:

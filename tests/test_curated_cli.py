@@ -25,7 +25,7 @@ def _run(home: Path, *args: str, input: str | None = None) -> Result:
 def test_add_list_replace_remove_round_trip(home: Path) -> None:
     added = _run(home, "add", "Project uses pytest.")
     assert added.exit_code == 0, added.output
-    assert "Entry added. memory: 0% — 20/2,200 chars, 1 entries" in added.output
+    assert "Entry added. memory: 0% - 20/2,200 chars, 1 entries" in added.output
     assert _run(home, "add", "--target", "user", "User prefers tea.").exit_code == 0
 
     listing = _run(home, "list")
@@ -70,7 +70,7 @@ def test_over_budget_and_drift_messages(home: Path) -> None:
     assert _run(home, "add", "a" * 30).exit_code == 0
     full = _run(home, "add", "b" * 30)
     assert full.exit_code == 1
-    assert "would exceed the limit" in full.output and "Usage: 75% — 30/40 chars" in full.output
+    assert "would exceed the limit" in full.output and "Usage: 75% - 30/40 chars" in full.output
 
     path = home / "memories" / "MEMORY.md"
     path.write_text(path.read_text(encoding="utf-8") + "\n§\n" + "z" * 100, encoding="utf-8")

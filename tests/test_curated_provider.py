@@ -71,7 +71,7 @@ def test_add_replace_remove_json_shapes(provider: BuiltinMemoryProvider) -> None
         "success": True,
         "done": True,
         "target": "user",
-        "usage": "1% — 27/1,375 chars",
+        "usage": "1% - 27/1,375 chars",
         "entry_count": 1,
         "message": "Entry added.",
         "note": "Write saved. This update is complete — do not repeat it.",
@@ -117,7 +117,7 @@ def test_over_budget_response_carries_entries_and_usage(tmp_path: Path) -> None:
     result = _call(p, action="add", target="memory", content="b" * 25)
     assert result["success"] is False
     assert result["current_entries"] == ["a" * 25]
-    assert result["usage"] == "83% — 25/30 chars"
+    assert result["usage"] == "83% - 25/30 chars"
 
 
 def test_batch_operations_through_the_tool(provider: BuiltinMemoryProvider) -> None:

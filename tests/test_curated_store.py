@@ -254,8 +254,8 @@ def test_snapshot_rendering(store: CuratedMemory) -> None:
     store.add("memory", "Project uses pytest.")
     store.add("user", "User prefers concise responses.")
     text = store.load().text
-    assert "MEMORY (your personal notes) [0% — 20/2,200 chars]" in text
-    assert "USER PROFILE (who the user is) [2% — 31/1,375 chars]" in text
+    assert "MEMORY (your personal notes) [0% - 20/2,200 chars]" in text
+    assert "USER PROFILE (who the user is) [2% - 31/1,375 chars]" in text
     assert f"{RULE}\nMEMORY" in text
     assert "not instructions" in text and "session_search" in text and "7 days" in text
 

@@ -399,3 +399,19 @@ def test_async_api_never_blocks_the_event_loop(kind: str, released: list[Hangs])
     context, ticks = asyncio.run(scenario())
     assert len(context) == 1 and "hangs" not in dict(context)
     assert ticks >= 5, "the event loop kept running while providers were awaited"
+
+
+def test_async_is_available_and_initialize_are_awaited() -> None:
+    class AsyncLifecycle(Recorder):
+        async def is_available(self) -> bool:  # type: ignore[override]
+            return True
+
+        async def initialize(self, session_id: str, **kwargs: Any) -> None:  # type: ignore[override]
+            self.initialized_with = session_id
+
+    m = manager()
+    provider = AsyncLifecycle("asynclife")
+    assert m.add_provider(provider)
+    m.initialize_all("s9")
+    assert provider.initialized_with == "s9"
+    m.shutdown_all()

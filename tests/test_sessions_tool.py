@@ -189,3 +189,30 @@ def test_user_scoping_through_initialize(store: SessionStore) -> None:
 
 def test_unknown_tool_name(provider: SessionSearchProvider) -> None:
     assert json.loads(provider.handle_tool_call("other", {}))["success"] is False
+
+
+def test_discover_pages_past_one_busy_session(
+    store: SessionStore, provider: SessionSearchProvider
+) -> None:
+    _conversation(store, "quiet", ["a single heron sighting"])
+    _conversation(store, "busy", ["heron again"] * 60)
+    result = _call(provider, query="heron", limit=2, sort="newest")
+    assert [r["session_id"] for r in result["results"]] == ["busy", "quiet"]
+    assert result["messages_scanned"] > 12
+
+
+def test_live_session_comes_from_the_call_not_a_stale_switch(
+    store: SessionStore, provider: SessionSearchProvider
+) -> None:
+    """A search right after a switch (delivered later, in the background) skips the new
+    live lineage given with the call, and no longer skips the old one."""
+    _conversation(store, "live", ["osprey in the old chat"])
+    _conversation(store, "new-live", ["osprey in the new chat"])
+    _conversation(store, "past", ["an osprey long ago"])
+    raw = provider.handle_tool_call("session_search", {"query": "osprey"}, session_id="new-live")
+    found = {r["session_id"] for r in json.loads(raw)["results"]}
+    assert found == {"live", "past"}
+    fallback = {r["session_id"] for r in _call(provider, query="osprey")["results"]}
+    assert fallback == {"new-live", "past"}
+    blank = provider.handle_tool_call("session_search", {"query": "osprey"}, session_id="")
+    assert {r["session_id"] for r in json.loads(blank)["results"]} == {"new-live", "past"}

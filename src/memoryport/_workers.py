@@ -25,7 +25,19 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any
 
-__all__ = ["BackgroundQueue", "Lane", "LoopThread", "resolve"]
+__all__ = [
+    "MAX_RESULT_CHARS",
+    "BackgroundQueue",
+    "Lane",
+    "LoopThread",
+    "coerce_text",
+    "resolve",
+    "run_with_deadline",
+    "timed",
+]
+
+MAX_RESULT_CHARS = 262_144
+"""Provider text results are cut to this size before any further processing."""
 
 log = logging.getLogger("memoryport.manager")
 
@@ -62,10 +74,14 @@ class LoopThread:
         self._thread.join(timeout=2.0)
 
 
-def resolve(value: Any, loop: LoopThread | None) -> Any:
-    """Run ``value`` to completion on ``loop`` if it is awaitable; return it otherwise."""
+def resolve(value: Any, loop_getter: Callable[[], LoopThread | None]) -> Any:
+    """Run ``value`` to completion on the event loop if it is awaitable; return it otherwise.
+
+    ``loop_getter`` is only called for awaitables, so sync hooks never touch the loop.
+    """
     if not inspect.isawaitable(value):
         return value
+    loop = loop_getter()
     if loop is None:
         raise RuntimeError("an async hook was called but no event loop thread is running")
 
@@ -113,7 +129,7 @@ class Lane:
             try:
                 if future.set_running_or_notify_cancel():
                     try:
-                        future.set_result(resolve(task(), self._loop_getter()))
+                        future.set_result(resolve(task(), self._loop_getter))
                     except BaseException as exc:
                         future.set_exception(exc)
             finally:
@@ -206,7 +222,7 @@ class BackgroundQueue:
                 self._busy = True
             started = time.perf_counter()
             try:
-                resolve(task(), self._loop_getter())
+                resolve(task(), self._loop_getter)
                 self._on_done(hook, time.perf_counter() - started)
             except BaseException as exc:
                 self._on_error(hook, exc, time.perf_counter() - started)
@@ -214,3 +230,43 @@ class BackgroundQueue:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
+
+
+def run_with_deadline(
+    fn: Callable[[], Any], deadline: float, loop_getter: Callable[[], LoopThread | None]
+) -> Any:
+    """Run ``fn`` on a one-off daemon thread and wait at most ``deadline`` seconds.
+
+    A coroutine result is run on the loop. Raises ``TimeoutError`` when the deadline passes
+    (the thread is abandoned, not killed) and re-raises whatever ``fn`` raised.
+    """
+    future: Future[Any] = Future()
+
+    def target() -> None:
+        try:
+            future.set_result(resolve(fn(), loop_getter))
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=target, name="mp-oneoff", daemon=True).start()
+    return future.result(timeout=deadline)
+
+
+def coerce_text(value: Any, what: str) -> str:
+    """Turn a provider's text result into ``str``; raise TypeError for unusable types."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes | bytearray):
+        value = bytes(value).decode("utf-8", errors="replace")
+    if not isinstance(value, str):
+        raise TypeError(f"{what} returned {type(value).__name__}, expected str")
+    return value[:MAX_RESULT_CHARS]
+
+
+def timed(
+    loop_getter: Callable[[], LoopThread | None], fn: Callable[..., Any], *args: Any, **kwargs: Any
+) -> tuple[Any, float]:
+    """Call ``fn`` (running a coroutine result on the loop) and return ``(result, seconds)``."""
+    started = time.perf_counter()
+    result = resolve(fn(*args, **kwargs), loop_getter)
+    return result, time.perf_counter() - started

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import functools
-import json
 import logging
 import threading
 import time
@@ -32,24 +31,32 @@ from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 from memoryport._builtin import is_builtin
-from memoryport._workers import BackgroundQueue, Lane, LoopThread, resolve
+from memoryport._workers import (
+    BackgroundQueue,
+    Lane,
+    LoopThread,
+    coerce_text,
+    run_with_deadline,
+    timed,
+)
 from memoryport.health import CircuitBreaker, ProviderHealth
 from memoryport.hooks import ProviderProfile, inspect_provider
 from memoryport.provider import MemoryWriteSource
+from memoryport.tools import (
+    build_tool_table,
+    error_json,
+    normalize_schemas,
+    parse_tool_args,
+    result_to_json,
+)
 from memoryport.types import ContextPair, Message, ToolSchema
 
 __all__ = ["ManagerSettings", "MemoryManager"]
 
 log = logging.getLogger("memoryport.manager")
 
-RESERVED_TOOL_NAMES = frozenset({"memory", "session_search", "delegate_task"})
-"""Tool names only the library's built-in providers and agent loop may register."""
-
 RESERVED_PROVIDER_NAMES = frozenset({"builtin", "sessions"})
 """Provider names only the library's own built-in provider objects may use."""
-
-MAX_RESULT_CHARS = 262_144
-"""Provider text results are cut to this size before any further processing."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -85,30 +92,6 @@ class _Slot:
     missed_streak_logged: bool = False
 
 
-def _coerce_text(value: Any, what: str) -> str:
-    """Turn a provider's text result into ``str``; raise TypeError for unusable types."""
-    if value is None:
-        return ""
-    if isinstance(value, bytes | bytearray):
-        value = bytes(value).decode("utf-8", errors="replace")
-    if not isinstance(value, str):
-        raise TypeError(f"{what} returned {type(value).__name__}, expected str")
-    return value[:MAX_RESULT_CHARS]
-
-
-def _timed(
-    loop_getter: Callable[[], LoopThread | None], fn: Callable[..., Any], *args: Any, **kwargs: Any
-) -> tuple[Any, float]:
-    """Call ``fn`` (running a coroutine result on the loop) and return ``(result, seconds)``."""
-    started = time.perf_counter()
-    result = resolve(fn(*args, **kwargs), loop_getter())
-    return result, time.perf_counter() - started
-
-
-def _error_json(message: str) -> str:
-    return json.dumps({"error": message})
-
-
 def _shutdown_at_exit(ref: weakref.ref[MemoryManager]) -> None:
     manager = ref()
     if manager is not None:
@@ -123,6 +106,7 @@ class MemoryManager:
         self._slots: list[_Slot] = []
         self._lock = threading.RLock()
         self._loop: LoopThread | None = None
+        self._loop_lock = threading.Lock()
         self._tools: dict[str, _Slot] | None = None
         self._schemas: list[ToolSchema] = []
         self._session_id = ""
@@ -206,8 +190,6 @@ class MemoryManager:
 
     def _make_slot(self, provider: Any, name: str, builtin: bool) -> _Slot:
         profile = inspect_provider(provider, name)
-        if profile.async_hooks and self._loop is None:
-            self._loop = LoopThread()
         health = ProviderHealth(
             CircuitBreaker(self.settings.breaker_threshold, self.settings.breaker_cooldown_s)
         )
@@ -222,28 +204,19 @@ class MemoryManager:
 
         def get() -> LoopThread | None:
             manager = ref()
-            return manager._loop if manager is not None else None
+            if manager is None:
+                return None
+            with manager._loop_lock:
+                if manager._loop is None and not manager._shutdown:
+                    manager._loop = LoopThread()
+                return manager._loop
 
         return get
 
     def _run_with_deadline(self, fn: Callable[[], R], deadline: float) -> R:
         """Run a registration-time call on a one-off thread, bounded by ``deadline``."""
-        future: Future[R] = Future()
-
-        def target() -> None:
-            try:
-                result: Any = fn()
-                loop = self._loop
-                if asyncio.iscoroutine(result):
-                    if loop is None:
-                        loop = self._loop = LoopThread()
-                    result = loop.submit(result).result()
-                future.set_result(result)
-            except BaseException as exc:
-                future.set_exception(exc)
-
-        threading.Thread(target=target, name="mp-oneoff", daemon=True).start()
-        return future.result(timeout=deadline)
+        result: R = run_with_deadline(fn, deadline, self._get_loop)
+        return result
 
     # ------------------------------------------------------------------ initialize
     def initialize_all(self, session_id: str, **kwargs: Any) -> None:
@@ -308,7 +281,7 @@ class MemoryManager:
                 slot.health.skip(hook)
                 self._record_miss(slot, hook, "still busy with an earlier call")
                 continue
-            task = functools.partial(_timed, self._get_loop, bound.call, *args, **kwargs)
+            task = functools.partial(timed, self._get_loop, bound.call, *args, **kwargs)
             pending[slot.lane.submit(task)] = slot
         if not pending:
             return []
@@ -354,7 +327,7 @@ class MemoryManager:
         pairs: list[ContextPair] = []
         for slot, value in results:
             try:
-                text = _coerce_text(value, f"{slot.name}.{hook}")
+                text = coerce_text(value, f"{slot.name}.{hook}")
             except TypeError as exc:
                 slot.health.error(hook, exc, 0.0)
                 log.warning("provider %r: %s", slot.name, exc)
@@ -497,30 +470,10 @@ class MemoryManager:
     # ------------------------------------------------------------------ tools
     def _tool_table(self) -> dict[str, _Slot]:
         with self._lock:
-            if self._tools is not None:
-                return self._tools
-            table: dict[str, _Slot] = {}
-            schemas: list[ToolSchema] = []
-            for slot in self._slots:
-                for schema in self._load_schemas(slot):
-                    name = schema["name"]
-                    if name in table:
-                        log.warning(
-                            "tool name conflict: %r already registered by %r, ignoring from %r",
-                            name,
-                            table[name].name,
-                            slot.name,
-                        )
-                        continue
-                    if name in RESERVED_TOOL_NAMES and not slot.builtin:
-                        log.warning(
-                            "provider %r: tool %r shadows a core tool; ignored", slot.name, name
-                        )
-                        continue
-                    table[name] = slot
-                    schemas.append(schema)
-            self._tools, self._schemas = table, schemas
-            return table
+            if self._tools is None:
+                entries = [(s, s.name, s.builtin, self._load_schemas(s)) for s in self._slots]
+                self._tools, self._schemas = build_tool_table(entries)
+            return self._tools
 
     def _load_schemas(self, slot: _Slot) -> list[ToolSchema]:
         try:
@@ -531,15 +484,7 @@ class MemoryManager:
             slot.health.error("get_tool_schemas", exc, 0.0)
             log.warning("provider %r: get_tool_schemas failed: %r", slot.name, exc)
             return []
-        schemas: list[ToolSchema] = []
-        for item in raw if isinstance(raw, list | tuple) else []:
-            if isinstance(item, dict) and item.get("type") == "function":
-                item = item.get("function")
-            if isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"]:
-                schemas.append(dict(item))
-            else:
-                log.warning("provider %r: dropped a tool schema without a name", slot.name)
-        return schemas
+        return normalize_schemas(raw, slot.name)
 
     def get_all_tool_schemas(self) -> list[ToolSchema]:
         """Every provider's tool schemas, registration order, duplicate names skipped."""
@@ -554,34 +499,23 @@ class MemoryManager:
         """Route a tool call to its provider; always returns a JSON string, never raises."""
         slot = self._tool_table().get(tool_name)
         if slot is None:
-            return _error_json(f"No memory provider handles tool '{tool_name}'")
-        if isinstance(args, str):
-            try:
-                args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError as exc:
-                return _error_json(f"Arguments for tool '{tool_name}' are not valid JSON: {exc}")
-        if not isinstance(args, dict):
-            kind = type(args).__name__
-            return _error_json(
-                f"Arguments for tool '{tool_name}' must be a JSON object, got {kind}"
-            )
+            return error_json(f"No memory provider handles tool '{tool_name}'")
+        parsed = parse_tool_args(tool_name, args)
+        if isinstance(parsed, str):
+            return parsed
         bound = slot.profile.hooks["handle_tool_call"]
         started = time.perf_counter()
-        future = slot.lane.submit(functools.partial(bound.call, tool_name, args, **kwargs))
+        future = slot.lane.submit(functools.partial(bound.call, tool_name, parsed, **kwargs))
         try:
             result = future.result(timeout=self.settings.tool_deadline_s)
         except TimeoutError:
             slot.health.timeout("handle_tool_call")
-            return _error_json(f"Memory tool '{tool_name}' timed out")
+            return error_json(f"Memory tool '{tool_name}' timed out")
         except Exception as exc:
             slot.health.error("handle_tool_call", exc, time.perf_counter() - started)
-            return _error_json(f"Memory tool '{tool_name}' failed: {exc}")
+            return error_json(f"Memory tool '{tool_name}' failed: {exc}")
         slot.health.ok("handle_tool_call", time.perf_counter() - started)
-        if isinstance(result, dict | list):
-            return json.dumps(result)
-        if not isinstance(result, str):
-            return _error_json(f"Memory tool '{tool_name}' returned {type(result).__name__}")
-        return result
+        return result_to_json(tool_name, result)
 
     # ------------------------------------------------------------------ health & shutdown
     def health(self) -> dict[str, dict[str, Any]]:

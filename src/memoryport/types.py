@@ -64,11 +64,14 @@ class InitContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_kwargs(self) -> dict[str, Any]:
-        """Return the ``initialize`` kwargs: every field, ``home`` as str, plus ``hermes_home``."""
+        """Return the ``initialize`` kwargs: ``home`` as str plus ``hermes_home``, ``platform``,
+        ``agent_context``, and every other field that is set (empty ones are left out, as
+        Hermes does, so providers see only what is known)."""
         values = asdict(self)
         extra = values.pop("extra")
         home = values.pop("home")
-        kwargs: dict[str, Any] = {k: v for k, v in values.items()}
+        always = ("platform", "agent_context")
+        kwargs: dict[str, Any] = {k: v for k, v in values.items() if v or k in always}
         if home is not None:
             kwargs["home"] = str(home)
             kwargs["hermes_home"] = str(home)

@@ -7,6 +7,7 @@ Root options ``--home PATH`` (env ``MEMORYPORT_HOME``) and ``--profile NAME`` (e
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import click
@@ -53,12 +54,23 @@ def main(ctx: click.Context, home: Path | None, profile: str | None) -> None:
     export_home_env(ctx, home, profile)
 
 
-# Command groups register here, one import per module.
-from memoryport.cli.config import config_group; main.add_command(config_group)  # noqa: E402, E702, I001
-from memoryport.cli.doctor import doctor_command; main.add_command(doctor_command)  # noqa: E402, E702, I001
-from memoryport.cli.providers import providers_group; main.add_command(providers_group)  # noqa: E402, E702, I001
-from memoryport.cli.setup import setup_command; main.add_command(setup_command)  # noqa: E402, E702, I001
-from memoryport.cli.status import status_command; main.add_command(status_command)  # noqa: E402, E702, I001
-from memoryport.cli.memory import memory_group; main.add_command(memory_group)  # noqa: E402, E702, I001
-from memoryport.cli.chat import chat_command; main.add_command(chat_command)  # noqa: E402, E702, I001
-from memoryport.cli.sessions import sessions_group; main.add_command(sessions_group)  # noqa: E402, E702, I001
+# Command groups, one module per noun: (module, attribute).
+_COMMANDS = (
+    ("memoryport.cli.config", "config_group"),
+    ("memoryport.cli.doctor", "doctor_command"),
+    ("memoryport.cli.providers", "providers_group"),
+    ("memoryport.cli.setup", "setup_command"),
+    ("memoryport.cli.status", "status_command"),
+    ("memoryport.cli.memory", "memory_group"),
+    ("memoryport.cli.chat", "chat_command"),
+    ("memoryport.cli.sessions", "sessions_group"),
+)
+
+
+def _register_commands() -> None:
+    for module_name, attribute in _COMMANDS:
+        command = getattr(importlib.import_module(module_name), attribute)
+        main.add_command(command)
+
+
+_register_commands()

@@ -199,6 +199,8 @@ def chat_command(
     _require_openai()
     agent = _build_agent(ctx, model, base_url)
     try:
+        if session_id:
+            agent.memory.sessions.get_session(session_id)  # SessionNotFound -> "Error: ..."
         agent.start(session_id)
         if message is not None:
             try:

@@ -110,7 +110,7 @@ def _print_plain(info: dict[str, Any]) -> None:
     usage = info["usage"]
     state = "" if info["enabled"] else ", disabled"
     click.echo(
-        f"{info['target']}: {info['path']} ({usage['percent']}% — {usage['used']:,}/"
+        f"{info['target']}: {info['path']} ({usage['percent']}% - {usage['used']:,}/"
         f"{usage['limit']:,} chars, {len(info['entries'])} entries{state})"
     )
     for number, entry in enumerate(info["entries"], start=1):
@@ -124,7 +124,7 @@ def _print_table(info: dict[str, Any]) -> None:
 
     usage = info["usage"]
     title = (
-        f"{info['target']} — {info['path']}\n{usage['percent']}% — {usage['used']:,}/"
+        f"{info['target']} — {info['path']}\n{usage['percent']}% - {usage['used']:,}/"
         f"{usage['limit']:,} chars" + ("" if info["enabled"] else " (disabled)")
     )
     table = Table(title=title, show_lines=True)

@@ -194,12 +194,13 @@ def resolve_home(home: str | os.PathLike[str] | None = None, profile: str | None
     """Return the active home directory (not created).
 
     ``home`` defaults to ``$MEMORYPORT_HOME`` or ``~/.memoryport``; ``profile`` defaults to
-    ``$MEMORYPORT_PROFILE``. A profile other than ``default`` selects
+    ``$MEMORYPORT_PROFILE`` only when ``home`` is not given either (an explicit ``home``
+    is taken as already resolved). A profile other than ``default`` selects
     ``<home>/profiles/<profile>/``, which then scopes every path (memories, state.db,
     plugins, provider data, .env).
     """
     base = _base_home(home)
-    if profile is None:
+    if profile is None and home is None:
         profile = os.environ.get("MEMORYPORT_PROFILE") or None
     if not profile or profile == "default":
         return base

@@ -54,7 +54,7 @@ class Usage:
         return self.used > self.limit
 
     def __str__(self) -> str:
-        return f"{self.percent}% — {self.used:,}/{self.limit:,} chars"
+        return f"{self.percent}% - {self.used:,}/{self.limit:,} chars"
 
     def to_dict(self) -> dict[str, int]:
         """``{"used", "limit", "percent"}`` for JSON output."""
@@ -68,7 +68,7 @@ class Usage:
 
 
 def render_block(title: str, entries: Sequence[str], usage: Usage) -> str:
-    """One block: rule, ``TITLE [P% — used/limit chars]``, rule, the entries.
+    """One block: rule, ``TITLE [P% - used/limit chars]``, rule, the entries.
 
     Returns ``""`` for no entries. Content far over budget (more than ``max(2*limit, 4000)``
     chars) is cut to its first 70% and last 20% around a note asking for consolidation, so a

@@ -53,10 +53,19 @@ class SessionSearchProvider(MemoryProvider):
         return [SESSION_SEARCH_SCHEMA]
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        """Run ``session_search``; every failure comes back as ``{"success": false, "error"}``."""
+        """Run ``session_search``; every failure comes back as ``{"success": false, "error"}``.
+
+        The live session (whose lineage recall skips) is the ``session_id`` keyword the
+        caller passes (``Memory.call_tool`` always does), falling back to the id learned
+        from ``initialize``/``on_session_switch``: the manager delivers switches in the
+        background, so right after a switch ``self.session_id`` may still be the old one.
+        """
         if tool_name != "session_search":
             return json.dumps({"success": False, "error": f"sessions has no tool {tool_name!r}"})
-        context = ToolContext(self.session_id, self.user_id)
+        live = kwargs.get("session_id")
+        context = ToolContext(
+            live if isinstance(live, str) and live else self.session_id, self.user_id
+        )
         try:
             if not isinstance(args, dict):
                 raise MemoryportError("arguments must be a JSON object")

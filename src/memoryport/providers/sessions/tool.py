@@ -33,7 +33,6 @@ __all__ = ["SESSION_SEARCH_SCHEMA", "ToolContext", "session_search"]
 
 DISCOVER_SCAN_LIMIT = 300
 """At most this many matching messages are examined to fill the requested sessions."""
-_PAGE = 50
 
 SESSION_SEARCH_SCHEMA: ToolSchema = {
     "name": "session_search",
@@ -276,13 +275,15 @@ def _collect_hits(
     skip = _current_roots(store, ctx)
     chosen: list[tuple[SearchHit, str]] = []
     scanned, offset, last = 0, 0, None
+    page = max(limit * 4, 12)  # small first page: most queries need no second one
     while len(chosen) < limit and offset < DISCOVER_SCAN_LIMIT:
+        page = min(page, DISCOVER_SCAN_LIMIT - offset)
         last = store.search_messages(
             query,
             user_id=ctx.user_id,
             roles=[r for r in roles if r],
             sort=cast(SortOrder, sort),
-            limit=_PAGE,
+            limit=page,
             offset=offset,
         )
         scanned += len(last.hits)
@@ -294,9 +295,10 @@ def _collect_hits(
                 chosen.append((hit, root))
                 if len(chosen) >= limit:
                     break
-        if len(last.hits) < _PAGE:
+        if len(last.hits) < page:
             break
-        offset += _PAGE
+        offset += page
+        page *= 4
     return chosen, scanned, last
 
 

@@ -33,10 +33,12 @@ from memoryport.storage.sessions.query import (
     iter_terms,
     make_snippet,
 )
+from memoryport.storage.sessions.temporal import RERANK_DEPTH, TimeHint, rerank, time_hint
 
 __all__ = ["fetch_windows", "run_search"]
 
 _CHUNK = 512
+_SNIPPET_GAP = 16
 RELEVANCE_WINDOW = 1500
 """Relevance ranks at most this many of the newest matches first (widened when filters
 leave too few hits); a rare term's matches all fit, a very common word's newest do."""
@@ -63,11 +65,26 @@ def run_search(
     leaf = compile_fts5 if plan == "fts" else compile_trigram
     expr = leaf(parsed.root)
     if sort == "relevance":
-        ranked = _ranked_ids(conn, table, parsed, leaf, scope, offset + limit)
+        hint = time_hint(parsed.raw)
+        need = max(offset + limit, RERANK_DEPTH) if hint else offset + limit
+        ranked = _ranked_ids(conn, table, parsed, leaf, scope, need)
+        if hint:
+            ranked = _time_rerank(conn, ranked, hint)
     else:
         ranked = _ordered_ids(conn, table, expr, scope, offset + limit, newest=sort == "newest")
     page = ranked[offset : offset + limit]
     return _hydrate(conn, table, expr, page, parsed), expr
+
+
+def _time_rerank(
+    conn: sqlite3.Connection, ranked: list[tuple[int, float]], hint: TimeHint
+) -> list[tuple[int, float]]:
+    """Re-rank the top ``RERANK_DEPTH`` candidates by the query's time hints."""
+    top = ranked[:RERANK_DEPTH]
+    sql = "SELECT id, timestamp, content FROM messages WHERE id IN (SELECT value FROM json_each(?))"
+    rows = {r[0]: r for r in conn.execute(sql, (json.dumps([i for i, _ in top]),))}
+    candidates = [(i, s, rows[i][1], rows[i][2]) for i, s in top if i in rows]
+    return rerank(candidates, hint) + ranked[RERANK_DEPTH:]
 
 
 def _filter(conn: sqlite3.Connection, ids: list[int], scope: tuple[str, list[Any]]) -> set[int]:
@@ -94,8 +111,15 @@ def _rank(
     need: int,
     window: int | None,
 ) -> list[tuple[int, float]]:
-    """BM25 order, optionally among the newest ``window`` matches only (widened as needed)."""
-    k = max(need * 4, 64)
+    """BM25 order over a bounded match set: every match (callers check there are at most
+    ``RELEVANCE_WINDOW``) or the newest ``window`` ones (widened when filters leave too few).
+
+    ``bm25()`` is selected without ``ORDER BY rank`` and sorted here: FTS5's rank sorter
+    evaluates BM25 on a second cursor and so pays its fixed cost (a pass over each
+    phrase's whole doclist to count documents) twice -- 32 ms instead of 15 ms for a word
+    in 40% of 1M messages.
+    """
+    chunk = max(need * 4, 64)
     while True:
         floor_row = None
         if window is not None:
@@ -106,20 +130,20 @@ def _rank(
             ).fetchone()
         floor = floor_row[0] if floor_row else -1
         rows = conn.execute(
-            f"SELECT rowid, rank FROM {table} WHERE {table} MATCH ? AND rowid >= ?"
-            " ORDER BY rank LIMIT ?",
-            (expr, floor, k),
+            f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ? AND rowid >= ?",
+            (expr, floor),
         ).fetchall()
-        keep = _filter(conn, [r[0] for r in rows], scope)
-        kept = [(r[0], -float(r[1])) for r in rows if r[0] in keep]
-        if len(kept) >= need:
+        rows.sort(key=lambda r: float(r[1]))
+        kept: list[tuple[int, float]] = []
+        for start in range(0, len(rows), chunk):
+            part = rows[start : start + chunk]
+            keep = _filter(conn, [r[0] for r in part], scope)
+            kept.extend((r[0], -float(r[1])) for r in part if r[0] in keep)
+            if len(kept) >= need:
+                return kept
+        if floor_row is None or window is None:
             return kept
-        if len(rows) >= k:
-            k *= 8
-        elif floor_row is None or window is None:
-            return kept
-        else:
-            window *= 8
+        window *= 8
 
 
 def _selective_terms(
@@ -257,21 +281,47 @@ def _hydrate(
         "WHERE m.id IN (SELECT value FROM json_each(?))"
     )
     rows = {row[0]: row for row in conn.execute(sql, [json.dumps(ids)])}
-    snippet_sql = (
-        f"SELECT snippet({table}, -1, '>>>', '<<<', '...', 24) FROM {table} "
-        f"WHERE {table} MATCH ? AND rowid = ?"
-    )
     needles = [t.text for t in iter_terms(parsed.root, negated=False)]
+    snippets = _snippets(conn, table, expr, ids)
     hits = []
     for message_id, score in page:
         row = rows.get(message_id)
         if row is None:
             continue
         message = message_from_row(row)
-        found = conn.execute(snippet_sql, (expr, message_id)).fetchone()
-        snippet = found[0] if found and found[0] else make_snippet(message.content, needles)
+        snippet = snippets.get(message_id) or make_snippet(message.content, needles)
         hits.append(_hit(message, row, snippet, score))
     return hits
+
+
+def _snippets(conn: sqlite3.Connection, table: str, expr: str, ids: list[int]) -> dict[int, str]:
+    """FTS snippets for ``ids`` in few statements.
+
+    Seeking one row of a common term's doclist costs ~0.1 ms, scanning a match ~0.01 ms,
+    so ids at most ``_SNIPPET_GAP`` apart (a newest/oldest page, a busy session) share one
+    ``rowid BETWEEN`` scan that computes the snippet only for the wanted rows.
+    """
+    ordered = sorted(set(ids))
+    clusters: list[list[int]] = []
+    for message_id in ordered:
+        if clusters and message_id - clusters[-1][-1] <= _SNIPPET_GAP:
+            clusters[-1].append(message_id)
+        else:
+            clusters.append([message_id])
+    snippet = f"snippet({table}, -1, '>>>', '<<<', '...', 24)"
+    out: dict[int, str] = {}
+    for cluster in clusters:
+        if len(cluster) == 1:
+            sql = f"SELECT rowid, {snippet} FROM {table} WHERE {table} MATCH ? AND rowid = ?"
+            params: tuple[Any, ...] = (expr, cluster[0])
+        else:
+            sql = (
+                f"SELECT rowid, CASE WHEN rowid IN (SELECT value FROM json_each(?)) THEN"
+                f" {snippet} END FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ?"
+            )
+            params = (json.dumps(cluster), expr, cluster[0], cluster[-1])
+        out.update((r[0], r[1]) for r in conn.execute(sql, params) if r[1])
+    return out
 
 
 def fetch_windows(

@@ -17,6 +17,7 @@ Snippets (``ts_headline`` or :func:`make_snippet`) are computed only for the fin
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,6 +34,7 @@ from memoryport.storage.sessions.postgres_sql import (
     message_from_row,
 )
 from memoryport.storage.sessions.query import ParsedQuery, iter_terms, make_snippet
+from memoryport.storage.sessions.temporal import RERANK_DEPTH, TimeHint, rerank, time_hint
 
 __all__ = ["fetch_windows", "run_search"]
 
@@ -59,6 +61,35 @@ def run_search(
     plan = parsed.plan()
     if parsed.root is None or plan == "empty":
         return [], ""
+    hint = time_hint(parsed.raw) if sort == "relevance" and plan != "like" else TimeHint((), False)
+    if hint:  # re-rank the top candidates by time hints, then page (as SQLite does)
+        depth = max(offset + limit, RERANK_DEPTH)
+        hits, compiled = _search(cur, schema, parsed, plan, scope, sort, depth, 0)
+        return _time_rerank(hits, hint)[offset : offset + limit], compiled
+    return _search(cur, schema, parsed, plan, scope, sort, limit, offset)
+
+
+def _time_rerank(hits: list[SearchHit], hint: TimeHint) -> list[SearchHit]:
+    top = hits[:RERANK_DEPTH]
+    by_id = {h.message.id: h for h in top}
+    order = rerank(
+        [(h.message.id, h.score, h.message.timestamp, h.message.content) for h in top], hint
+    )
+    ranked = [dataclasses.replace(by_id[i], score=score) for i, score in order]
+    return ranked + hits[RERANK_DEPTH:]
+
+
+def _search(
+    cur: Cursor,
+    schema: sql.Identifier,
+    parsed: ParsedQuery,
+    plan: str,
+    scope: tuple[sql.Composable, list[Any]],
+    sort: SortOrder,
+    limit: int,
+    offset: int,
+) -> tuple[list[SearchHit], str]:
+    assert parsed.root is not None
     if plan == "fts":
         return _fts_search(cur, schema, parsed, scope, sort, limit, offset)
     where, params = compile_ilike(parsed.root, "m.content")

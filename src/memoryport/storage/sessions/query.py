@@ -61,6 +61,7 @@ re s same she should so some such t than that the their theirs them themselves t
 these they this those through to too under until up ve very was wasn we were weren what
 when where which while who whom why will with won would you your yours yourself yourselves
 d m o y ever also
+kind type many much describe
 """
 
 STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())

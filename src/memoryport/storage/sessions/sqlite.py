@@ -21,6 +21,7 @@ from typing import IO, Any, Literal, TypeVar
 
 from memoryport.errors import SessionNotFound, StoreError, ToolArgumentError
 from memoryport.storage.sessions import migrations
+from memoryport.storage.sessions._sqlite_io import group_export_lines, import_entries
 from memoryport.storage.sessions._sqlite_rows import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
@@ -48,7 +49,6 @@ from memoryport.storage.sessions.base import (
     coerce_message,
     export_line,
     new_session_id,
-    parse_export_line,
     resolve_user,
     visible_sources,
     walk_to_root,
@@ -592,16 +592,10 @@ class SQLiteSessionStore(SessionStore):
         self, lines: Iterable[str], *, on_conflict: Literal["skip", "replace", "error"] = "skip"
     ) -> ImportReport:
         """Import an export exactly (ids, timestamps, counters, metadata)."""
-        grouped: dict[str, tuple[SessionRecord, list[MessageRecord]]] = {}
-        for line in lines:
-            if line.strip():
-                session, message = parse_export_line(line)
-                entry = grouped.setdefault(session.id, (session, []))
-                if message is not None:
-                    entry[1].append(message)
-        for session, _ in grouped.values():
+        entries = group_export_lines(lines)
+        for session, _ in entries:
             resolve_user(self.user_id, session.user_id)
-        return self._write(lambda c: _import(c, list(grouped.values()), on_conflict))
+        return self._write(lambda c: import_entries(c, entries, on_conflict))
 
     # ------------------------------------------------------------------ maintenance
     def rebuild_index(self) -> None:
@@ -641,51 +635,3 @@ class SQLiteSessionStore(SessionStore):
                 (key, value),
             )
         )
-
-
-def _import(
-    conn: sqlite3.Connection,
-    entries: list[tuple[SessionRecord, list[MessageRecord]]],
-    on_conflict: str,
-) -> ImportReport:
-    conn.execute("PRAGMA defer_foreign_keys = ON")
-    imported = skipped = messages = 0
-    for session, items in entries:
-        exists = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session.id,)).fetchone()
-        if exists and on_conflict == "error":
-            raise StoreError(f"session {session.id!r} already exists")
-        if exists and on_conflict == "skip":
-            skipped += 1
-            continue
-        if exists:
-            conn.execute("DELETE FROM messages WHERE session_id = ?", (session.id,))
-            conn.execute("DELETE FROM sessions WHERE id = ?", (session.id,))
-        values = list(session.to_dict().values())
-        values[-1] = dump_json(values[-1])
-        conn.execute(
-            f"INSERT INTO sessions ({SESSION_COLUMNS.replace('s.', '')}) VALUES"
-            f" ({','.join('?' * len(values))})",
-            values,
-        )
-        for m in items:
-            taken = conn.execute("SELECT 1 FROM messages WHERE id = ?", (m.id,)).fetchone()
-            conn.execute(
-                f"INSERT INTO messages ({MESSAGE_COLUMNS.replace('m.', '')}, cjk) VALUES"
-                " (?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    None if taken else m.id,
-                    session.id,
-                    m.role,
-                    m.content,
-                    m.timestamp,
-                    m.tool_name,
-                    dump_json(m.tool_calls),
-                    m.tool_call_id,
-                    m.reasoning,
-                    dump_json(m.metadata),
-                    int(has_cjk(m.content)),
-                ),
-            )
-        imported += 1
-        messages += len(items)
-    return ImportReport(imported, skipped, messages)
