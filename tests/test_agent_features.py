@@ -126,8 +126,10 @@ def test_background_review_writes_memory_without_touching_providers(tmp_path: Pa
     assert RECALL not in json.dumps(review[0]["messages"])
     assert not any(REVIEW_PROMPT in m.content for m in stored)
     # External providers: recall and sync ran for the two user turns only.
-    for hook in ("prefetch", "on_turn_start", "sync_turn", "queue_prefetch"):
+    for hook in ("prefetch", "on_turn_start", "sync_turn"):
         assert len([c for c in rec.calls if c[0] == hook]) == 2, hook
+    # queue_prefetch: the first-turn warm-up plus one after each completed user turn.
+    assert len([c for c in rec.calls if c[0] == "queue_prefetch"]) == 3
     assert REVIEW_PROMPT not in json.dumps([c[1] for c in rec.calls], default=str)
     writes = [c for c in rec.calls if c[0] == "on_memory_write"]
     assert [w[1][3]["source"] for w in writes] == [REVIEW_SOURCE]

@@ -85,7 +85,11 @@ def test_interrupted_turn_is_persisted_but_not_synced(tmp_path: Path) -> None:
         agent.memory.flush(10)
         assert first.interrupted
         assert hook_names(rec, "sync_turn") == []
-        assert hook_names(rec, "queue_prefetch") == []
+        # The only queue_prefetch is the first-turn warm-up, run just before prefetch;
+        # nothing is queued after the interrupted turn.
+        assert hook_names(rec, "queue_prefetch") == [("Tell me a long story.",)]
+        order = [c[0] for c in rec.calls]
+        assert order.index("queue_prefetch") < order.index("prefetch")
         second = agent.run_turn("Short version?", on_text=Collector())
         agent.memory.flush(10)
         stored = agent.memory.sessions.get_messages(agent.memory.session_id)

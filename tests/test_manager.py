@@ -415,3 +415,49 @@ def test_async_is_available_and_initialize_are_awaited() -> None:
     m.initialize_all("s9")
     assert provider.initialized_with == "s9"
     m.shutdown_all()
+
+
+class CacheOnly(Recorder):
+    """Serves prefetch only from what queue_prefetch cached (like many Hermes providers)."""
+
+    def __init__(self) -> None:
+        super().__init__("cacheonly")
+        self.cache: dict[str, str] = {}
+
+    def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
+        self._log("queue_prefetch", query, session_id=session_id)
+        self.cache[session_id] = f"cached for {query}"
+
+    def prefetch(self, query: str, *, session_id: str = "") -> str:
+        return self.cache.pop(session_id, "")
+
+
+def test_first_turn_of_a_session_is_warmed_synchronously() -> None:
+    m = manager()
+    provider = CacheOnly()
+    m.add_provider(provider)
+    m.initialize_all("s1")
+    assert m.prefetch_all("first question", session_id="s1") == [
+        ("cacheonly", "cached for first question")
+    ]
+    m.queue_prefetch_all("first question", session_id="s1")
+    m.flush()
+    # a later turn of the same session uses the queued result (no synchronous warm-up)
+    assert m.prefetch_all("second question", session_id="s1") == [
+        ("cacheonly", "cached for first question")
+    ]
+    # after a switch the queued result is for another session: warm again
+    m.queue_prefetch_all("second question", session_id="s1")
+    m.flush()
+    m.on_session_switch("s2", reason="new", reset=True)
+    assert m.prefetch_all("third question", session_id="s2") == [
+        ("cacheonly", "cached for third question")
+    ]
+    warmed = [c for c in provider.calls if c[0] == "queue_prefetch"]
+    assert [c[1][0] for c in warmed] == [
+        "first question",
+        "first question",
+        "second question",
+        "third question",
+    ]
+    m.shutdown_all()

@@ -20,9 +20,10 @@ def test_lifecycle_order(tmp_path: Path) -> None:
     memory.end_turn(turn, "hi there")
     memory.close()
     names = rec.hooks_called()
+    # The first queue_prefetch is the first-turn warm-up (run right before prefetch).
     assert names == [
-        "initialize", "on_turn_start", "prefetch", "sync_turn", "queue_prefetch",
-        "on_session_end", "shutdown",
+        "initialize", "on_turn_start", "queue_prefetch", "prefetch", "sync_turn",
+        "queue_prefetch", "on_session_end", "shutdown",
     ]
 
 

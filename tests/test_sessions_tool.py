@@ -216,3 +216,14 @@ def test_live_session_comes_from_the_call_not_a_stale_switch(
     assert fallback == {"new-live", "past"}
     blank = provider.handle_tool_call("session_search", {"query": "osprey"}, session_id="")
     assert {r["session_id"] for r in json.loads(blank)["results"]} == {"new-live", "past"}
+
+
+def test_discover_ranks_cron_sessions_below_interactive_ones(
+    store: SessionStore, provider: SessionSearchProvider
+) -> None:
+    _conversation(store, "nightly", ["kestrel report kestrel kestrel"], source="cron")
+    _conversation(store, "chat", ["we talked about a kestrel once, among many other things"])
+    result = _call(provider, query="kestrel", limit=5)
+    assert [r["session_id"] for r in result["results"]] == ["chat", "nightly"]
+    only_cron = _call(provider, query="report", limit=5)
+    assert [r["session_id"] for r in only_cron["results"]] == ["nightly"]

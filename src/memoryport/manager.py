@@ -36,6 +36,7 @@ from memoryport._workers import (
     Lane,
     LoopThread,
     coerce_text,
+    resolve,
     run_with_deadline,
     timed,
 )
@@ -112,6 +113,7 @@ class MemoryManager:
         self._session_id = ""
         self._shutdown = False
         self._turn_marks: dict[str, float] = {}
+        self._queued_for: dict[str, str] = {}
         self._get_loop = self._loop_getter()
         atexit.register(_shutdown_at_exit, weakref.ref(self))
 
@@ -281,7 +283,8 @@ class MemoryManager:
                 slot.health.skip(hook)
                 self._record_miss(slot, hook, "still busy with an earlier call")
                 continue
-            task = functools.partial(timed, self._get_loop, bound.call, *args, **kwargs)
+            call = self._warming_prefetch(slot, kwargs) if hook == "prefetch" else bound.call
+            task = functools.partial(timed, self._get_loop, call, *args, **kwargs)
             pending[slot.lane.submit(task)] = slot
         if not pending:
             return []
@@ -341,10 +344,33 @@ class MemoryManager:
         results = self._fan_out("system_prompt_block", (), {}, self.settings.prefetch_deadline_s)
         return "\n\n".join(text.strip() for _, text in self._texts("system_prompt_block", results))
 
+    def _warming_prefetch(self, slot: _Slot, kwargs: dict[str, Any]) -> Callable[..., Any]:
+        """The prefetch call for ``slot``; on a cold session it warms the provider first.
+
+        Providers that serve ``prefetch`` from a cache filled by ``queue_prefetch`` have
+        nothing on the first turn of a session (context lags a turn). When no
+        ``queue_prefetch`` was queued for this session, the manager runs it synchronously
+        on the provider's lane just before ``prefetch``, inside the same deadline.
+        """
+        prefetch = slot.profile.hooks["prefetch"]
+        warm = slot.profile.hooks["queue_prefetch"]
+        session_id = kwargs.get("session_id", "")
+        if not warm.overridden or self._queued_for.get(slot.name) == session_id:
+            return prefetch.call
+        get_loop = self._get_loop
+
+        def warm_then_prefetch(query: str, **call_kwargs: Any) -> Any:
+            resolve(warm.call(query, **call_kwargs), get_loop)
+            return prefetch.call(query, **call_kwargs)
+
+        return warm_then_prefetch
+
     def prefetch_all(self, query: str, *, session_id: str = "") -> list[ContextPair]:
         """Recall context for this turn: ``[(provider name, text), ...]`` in registration order.
 
         Returns within the prefetch deadline (plus scheduling noise) whatever providers do.
+        A provider whose background prefetch was not queued for this session is warmed
+        synchronously first (see ``_warming_prefetch``), so the first turn is not empty.
         """
         kwargs = {"session_id": session_id or self._session_id}
         try:
@@ -413,7 +439,10 @@ class MemoryManager:
 
     def queue_prefetch_all(self, query: str, *, session_id: str = "") -> None:
         """Queue a background prefetch for the next turn; returns at once."""
-        self._enqueue("queue_prefetch", (query,), {"session_id": session_id or self._session_id})
+        session = session_id or self._session_id
+        for slot in self._slots:
+            self._queued_for[slot.name] = session
+        self._enqueue("queue_prefetch", (query,), {"session_id": session})
 
     def on_memory_write(
         self,

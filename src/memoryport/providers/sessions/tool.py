@@ -33,6 +33,9 @@ __all__ = ["SESSION_SEARCH_SCHEMA", "ToolContext", "session_search"]
 
 DISCOVER_SCAN_LIMIT = 300
 """At most this many matching messages are examined to fill the requested sessions."""
+DEMOTED_SOURCES = frozenset({"cron"})
+"""Sources whose sessions discover ranks below every interactive session it finds
+(scheduled runs repeat the same words and would crowd out real conversations)."""
 
 SESSION_SEARCH_SCHEMA: ToolSchema = {
     "name": "session_search",
@@ -274,6 +277,7 @@ def _collect_hits(
         raise ToolArgumentError(f"sort must be relevance, newest or oldest, not {sort!r}")
     skip = _current_roots(store, ctx)
     chosen: list[tuple[SearchHit, str]] = []
+    scheduled: list[tuple[SearchHit, str]] = []  # cron sessions rank below interactive ones
     scanned, offset, last = 0, 0, None
     page = max(limit * 4, 12)  # small first page: most queries need no second one
     while len(chosen) < limit and offset < DISCOVER_SCAN_LIMIT:
@@ -292,14 +296,14 @@ def _collect_hits(
             root = roots.get(hit.message.session_id, hit.message.session_id)
             if root not in skip:
                 skip.add(root)
-                chosen.append((hit, root))
+                (scheduled if hit.source in DEMOTED_SOURCES else chosen).append((hit, root))
                 if len(chosen) >= limit:
                     break
         if len(last.hits) < page:
             break
         offset += page
         page *= 4
-    return chosen, scanned, last
+    return (chosen + scheduled)[:limit], scanned, last
 
 
 def discover(

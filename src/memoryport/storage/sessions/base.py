@@ -280,6 +280,9 @@ def visible_sources(
     return include, exclude
 
 
+_MESSAGE_KWARGS = frozenset(f.name for f in fields(MessageInput)) - {"role", "metadata"}
+
+
 def coerce_message(message: MessageInput | Mapping[str, Any]) -> MessageInput:
     """Accept a ``MessageInput`` or an OpenAI-style dict and return a ``MessageInput``.
 
@@ -292,8 +295,7 @@ def coerce_message(message: MessageInput | Mapping[str, Any]) -> MessageInput:
     role = data.pop("role", None)
     if not isinstance(role, str) or not role:
         raise ToolArgumentError("a message needs a non-empty 'role'")
-    known = {f.name for f in fields(MessageInput)} - {"role", "metadata"}
-    kwargs: dict[str, Any] = {k: data.pop(k) for k in list(data) if k in known}
+    kwargs: dict[str, Any] = {k: data.pop(k) for k in list(data) if k in _MESSAGE_KWARGS}
     kwargs["content"] = flatten_content(kwargs.get("content"))
     metadata = dict(data.pop("metadata", None) or {})
     metadata.update(data)
