@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 from memoryport._builtin import is_builtin
+from memoryport._slot import ProviderSlot
 from memoryport._workers import (
     BackgroundQueue,
     Lane,
@@ -41,7 +42,7 @@ from memoryport._workers import (
     timed,
 )
 from memoryport.health import CircuitBreaker, ProviderHealth
-from memoryport.hooks import ProviderProfile, inspect_provider
+from memoryport.hooks import inspect_provider
 from memoryport.provider import MemoryWriteSource
 from memoryport.tools import (
     build_tool_table,
@@ -78,21 +79,6 @@ class ManagerSettings:
     queue_maxsize: int = 10_000
 
 
-@dataclass
-class _Slot:
-    """A registered provider with its profile, threads and counters."""
-
-    provider: Any
-    name: str
-    builtin: bool
-    profile: ProviderProfile
-    lane: Lane
-    queue: BackgroundQueue
-    health: ProviderHealth
-    initialized: bool = False
-    missed_streak_logged: bool = False
-
-
 def _shutdown_at_exit(ref: weakref.ref[MemoryManager]) -> None:
     manager = ref()
     if manager is not None:
@@ -104,11 +90,11 @@ class MemoryManager:
 
     def __init__(self, settings: ManagerSettings | None = None) -> None:
         self.settings = settings or ManagerSettings()
-        self._slots: list[_Slot] = []
+        self._slots: list[ProviderSlot] = []
         self._lock = threading.RLock()
         self._loop: LoopThread | None = None
         self._loop_lock = threading.Lock()
-        self._tools: dict[str, _Slot] | None = None
+        self._tools: dict[str, ProviderSlot] | None = None
         self._schemas: list[ToolSchema] = []
         self._session_id = ""
         self._shutdown = False
@@ -190,7 +176,8 @@ class MemoryManager:
             return False
         return True
 
-    def _make_slot(self, provider: Any, name: str, builtin: bool) -> _Slot:
+    def _make_slot(self, provider: Any, name: str, builtin: bool) -> ProviderSlot:
+        """Inspect ``provider`` once and give it a lane, a background queue and counters."""
         profile = inspect_provider(provider, name)
         health = ProviderHealth(
             CircuitBreaker(self.settings.breaker_threshold, self.settings.breaker_cooldown_s)
@@ -199,7 +186,9 @@ class MemoryManager:
         background = BackgroundQueue(
             name, self.settings.queue_maxsize, loop_getter, health.error_logged(name), health.ok
         )
-        return _Slot(provider, name, builtin, profile, Lane(name, loop_getter), background, health)
+        return ProviderSlot(
+            provider, name, builtin, profile, Lane(name, loop_getter), background, health
+        )
 
     def _loop_getter(self) -> Callable[[], LoopThread | None]:
         ref = weakref.ref(self)
@@ -248,7 +237,7 @@ class MemoryManager:
         with self._lock:
             self._tools = None
 
-    def _remove(self, slot: _Slot) -> None:
+    def _remove(self, slot: ProviderSlot) -> None:
         with self._lock:
             if slot in self._slots:
                 self._slots.remove(slot)
@@ -265,13 +254,13 @@ class MemoryManager:
         deadline: float,
         *,
         use_breaker: bool = False,
-    ) -> list[tuple[_Slot, Any]]:
+    ) -> list[tuple[ProviderSlot, Any]]:
         """Call ``hook`` on every provider that overrides it, in parallel, within ``deadline``.
 
         Returns ``(slot, result)`` for the calls that finished in time without raising.
         """
         started = time.monotonic()
-        pending: dict[Future[Any], _Slot] = {}
+        pending: dict[Future[Any], ProviderSlot] = {}
         for slot in list(self._slots):
             bound = slot.profile.hooks[hook]
             if not bound.overridden:
@@ -281,7 +270,7 @@ class MemoryManager:
                 continue
             if self._lane_stuck(slot, started):
                 slot.health.skip(hook)
-                self._record_miss(slot, hook, "still busy with an earlier call")
+                slot.record_miss(hook, "still busy with an earlier call")
                 continue
             call = self._warming_prefetch(slot, kwargs) if hook == "prefetch" else bound.call
             task = functools.partial(timed, self._get_loop, call, *args, **kwargs)
@@ -290,11 +279,11 @@ class MemoryManager:
             return []
         done, _ = wait_futures(pending, timeout=deadline)
         elapsed = time.monotonic() - started
-        results: list[tuple[_Slot, Any]] = []
+        results: list[tuple[ProviderSlot, Any]] = []
         for future, slot in pending.items():
             if future not in done:
                 slot.health.timeout(hook)
-                self._record_miss(slot, hook, f"missed the {deadline:g}s deadline")
+                slot.record_miss(hook, f"missed the {deadline:g}s deadline")
                 continue
             exc = future.exception()
             if exc is not None:
@@ -303,30 +292,14 @@ class MemoryManager:
                 continue
             value, seconds = future.result()
             slot.health.ok(hook, seconds)
-            slot.health.breaker.record_success()
-            slot.missed_streak_logged = False
+            slot.record_success()
             results.append((slot, value))
         return results
 
-    def _lane_stuck(self, slot: _Slot, now: float) -> bool:
-        since = slot.lane.stuck_since()
-        mark = self._turn_marks.get(slot.name, now)
-        return since is not None and since < mark
+    def _lane_stuck(self, slot: ProviderSlot, now: float) -> bool:
+        return slot.stuck_before(self._turn_marks.get(slot.name, now))
 
-    def _record_miss(self, slot: _Slot, hook: str, why: str) -> None:
-        opened = slot.health.breaker.record_miss()
-        if not slot.missed_streak_logged:
-            log.warning("provider %r left out of this %s: %s", slot.name, hook, why)
-            slot.missed_streak_logged = True
-        if opened:
-            log.warning(
-                "provider %r: %d consecutive misses; skipping it for %.0fs",
-                slot.name,
-                slot.health.breaker.consecutive_misses,
-                slot.health.breaker.cooldown_s,
-            )
-
-    def _texts(self, hook: str, results: list[tuple[_Slot, Any]]) -> list[ContextPair]:
+    def _texts(self, hook: str, results: list[tuple[ProviderSlot, Any]]) -> list[ContextPair]:
         pairs: list[ContextPair] = []
         for slot, value in results:
             try:
@@ -344,7 +317,7 @@ class MemoryManager:
         results = self._fan_out("system_prompt_block", (), {}, self.settings.prefetch_deadline_s)
         return "\n\n".join(text.strip() for _, text in self._texts("system_prompt_block", results))
 
-    def _warming_prefetch(self, slot: _Slot, kwargs: dict[str, Any]) -> Callable[..., Any]:
+    def _warming_prefetch(self, slot: ProviderSlot, kwargs: dict[str, Any]) -> Callable[..., Any]:
         """The prefetch call for ``slot``; on a cold session it warms the provider first.
 
         Providers that serve ``prefetch`` from a cache filled by ``queue_prefetch`` have
@@ -401,21 +374,7 @@ class MemoryManager:
                 slot.health.skip("on_turn_start")
                 continue
             future = slot.lane.submit(functools.partial(bound.call, turn_number, message, **kwargs))
-            future.add_done_callback(
-                self._lane_callback(slot, "on_turn_start", time.perf_counter())
-            )
-
-    @staticmethod
-    def _lane_callback(slot: _Slot, hook: str, started: float) -> Callable[[Future[Any]], None]:
-        def done(future: Future[Any]) -> None:
-            exc = future.exception()
-            if exc is None:
-                slot.health.ok(hook, time.perf_counter() - started)
-            else:
-                slot.health.error(hook, exc, time.perf_counter() - started)
-                log.warning("provider %r: %s raised %r", slot.name, hook, exc)
-
-        return done
+            future.add_done_callback(slot.lane_callback("on_turn_start", time.perf_counter()))
 
     # ------------------------------------------------------------------ fire and forget
     def _enqueue(
@@ -497,14 +456,14 @@ class MemoryManager:
         )
 
     # ------------------------------------------------------------------ tools
-    def _tool_table(self) -> dict[str, _Slot]:
+    def _tool_table(self) -> dict[str, ProviderSlot]:
         with self._lock:
             if self._tools is None:
                 entries = [(s, s.name, s.builtin, self._load_schemas(s)) for s in self._slots]
                 self._tools, self._schemas = build_tool_table(entries)
             return self._tools
 
-    def _load_schemas(self, slot: _Slot) -> list[ToolSchema]:
+    def _load_schemas(self, slot: ProviderSlot) -> list[ToolSchema]:
         try:
             raw = self._run_with_deadline(
                 slot.profile.hooks["get_tool_schemas"].call, self.settings.init_deadline_s
