@@ -332,3 +332,22 @@ def test_missing_driver_names_the_extra() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert "install memoryport[postgres]" in result.stdout
+
+
+def test_title_lookup_uses_the_title_index(
+    pg_server: pgserver.PgServer, schemas: list[str]
+) -> None:
+    store = _open(pg_server.uri, schemas, user_id="u1")
+    store.create_session("t", title="Weekly Review")
+    with psycopg.connect(pg_server.uri) as conn:
+        conn.execute("SET enable_seqscan = off")
+        plan = conn.execute(
+            psycopg.sql.SQL(
+                "EXPLAIN SELECT id FROM {s}.sessions s WHERE lower(btrim(s.title)) = lower(%s)"
+                " AND s.user_id = %s"
+            ).format(s=psycopg.sql.Identifier(store.schema)),
+            ("weekly review", "u1"),
+        ).fetchall()
+    assert "sessions_title" in " ".join(r[0] for r in plan)
+    assert [s.id for s in store.sessions_titled("WEEKLY review")] == ["t"]
+    store.close()

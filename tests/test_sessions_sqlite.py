@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memoryport.errors import StoreError
+from memoryport.errors import SessionNotFound, StoreError
 from memoryport.storage.sessions import migrations
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
 
@@ -238,4 +238,35 @@ def test_relevance_on_very_common_words_stays_bounded(tmp_path: Path, monkeypatc
     scoped = store.search_messages("common", user_id="u1", limit=5).hits
     assert [h.message.id for h in scoped] == [rare_id]
     assert len(store.search_messages("common", limit=30, offset=10).hits) == 30
+    store.close()
+
+
+def test_title_lookup_is_an_index_search(tmp_path: Path) -> None:
+    store = SQLiteSessionStore(tmp_path / "t.db", user_id="u1")
+    store.create_session("t", title="Weekly Review")
+    seen: list[str] = []
+    store.conn.set_trace_callback(seen.append)
+    assert [s.id for s in store.sessions_titled(" weekly REVIEW")] == ["t"]
+    store.conn.set_trace_callback(None)
+    [statement] = [s for s in seen if "FROM sessions" in s]
+    plan = " ".join(r[3] for r in store.conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
+    assert "USING INDEX sessions_title" in plan and "SCAN s" not in plan
+    store.close()
+
+
+def test_batched_append_indexes_in_bulk_and_leaves_no_flag(tmp_path: Path) -> None:
+    store = SQLiteSessionStore(tmp_path / "bulk.db")
+    store.create_session("s")
+    ids = store.append_messages("s", [{"role": "user", "content": f"okapi {i}"} for i in range(50)])
+    one = store.append_message("s", {"role": "user", "content": "okapi single"})
+    with pytest.raises(SessionNotFound):
+        store.append_messages("nope", [{"role": "user", "content": "okapi"}] * 2)
+    assert store.get_meta("fts_bulk_insert") is None
+    hits = store.search_messages("okapi", sort="oldest", limit=100).hits
+    assert [h.message.id for h in hits] == [*ids, one]
+    store.check_index()
+    store.forget_message(ids[3])
+    store.rebuild_index()
+    store.check_index()
+    assert len(store.search_messages("okapi", limit=100).hits) == 50
     store.close()

@@ -314,3 +314,40 @@ def test_closed_store_is_unavailable(store: SessionStore) -> None:
     store.close()
     with pytest.raises(StoreError, match="unavailable"):
         store.search_messages("anything")
+
+
+def test_sessions_titled_scopes_and_ignores_case_and_blanks(
+    store: SessionStore, make_store: Any
+) -> None:
+    store.create_session("a", title="Trip to Lisbon", user_id="u1", started_at=1)
+    store.create_session("b", title="trip to lisbon", user_id="u2", started_at=2)
+    store.create_session("c", title="Trip to Lisbon", source="tool", user_id="u1", started_at=3)
+    store.create_session("d", title="Trip to Lisbon and Porto", user_id="u1", started_at=4)
+    store.create_session("e", title="", user_id="u1", started_at=5)
+    assert [s.id for s in store.sessions_titled(" TRIP to lisbon ")] == ["b", "a"]
+    assert [s.id for s in store.sessions_titled("trip to lisbon", user_id="u1")] == ["a"]
+    assert [s.id for s in store.sessions_titled("trip to lisbon", exclude_sources=())] == [
+        "c",
+        "b",
+        "a",
+    ]
+    assert store.sessions_titled("") == [] and store.sessions_titled("   ") == []
+    bound = make_store(user_id="u2", **_same_db(store))
+    assert [s.id for s in bound.sessions_titled("Trip to Lisbon")] == ["b"]
+
+
+def test_search_without_snippets_then_snippets_for_the_shown_hits(store: SessionStore) -> None:
+    store.create_session("s")
+    store.append_messages(
+        "s",
+        [{"role": "user", "content": f"the heron number {i} by the lake"} for i in range(5)]
+        + [{"role": "user", "content": "東京タワーに行きました"}],
+    )
+    for query in ("heron", "東京タワー", "東京", "heron lake", '"heron number"'):
+        full = store.search_messages(query, limit=3)
+        bare = store.search_messages(query, limit=3, snippets=False)
+        assert [h.message.id for h in bare.hits] == [h.message.id for h in full.hits], query
+        assert bare.hits and all(h.snippet == "" for h in bare.hits)
+        found = store.snippets_for(query, [h.message.id for h in bare.hits])
+        assert found == {h.message.id: h.snippet for h in full.hits}, query
+    assert store.snippets_for("*", [1]) == {} and store.snippets_for("heron", []) == {}

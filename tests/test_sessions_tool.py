@@ -227,3 +227,43 @@ def test_discover_ranks_cron_sessions_below_interactive_ones(
     assert [r["session_id"] for r in result["results"]] == ["chat", "nightly"]
     only_cron = _call(provider, query="report", limit=5)
     assert [r["session_id"] for r in only_cron["results"]] == ["nightly"]
+
+
+def test_discover_puts_an_exact_title_match_first(
+    make_store: Any, store: SessionStore, provider: SessionSearchProvider
+) -> None:
+    _conversation(store, "t", ["opening line", "reply"], title="Garden Plans", user_id="u1")
+    _conversation(store, "m", ["my garden plans are growing"] * 2, user_id="u1")
+    _conversation(store, "other-user", ["x"], title="garden plans", user_id="u2")
+    _conversation(store, "hidden", ["y"], title="Garden plans", source="subagent", user_id="u1")
+    same_db = {"path": store.path} if hasattr(store, "path") else store.reopen_kwargs  # type: ignore[attr-defined]
+    scoped = create_sessions_provider(make_store(user_id="u1", **same_db))
+    scoped.initialize("live", user_id="u1")
+    result = _call(scoped, query="  garden PLANS ", limit=3)
+    first = result["results"][0]
+    assert first["session_id"] == "t" and first["matched_role"] == "session_title"
+    assert first["snippet"] == ">>>Garden Plans<<<" and first["title"] == "Garden Plans"
+    assert [m["content"] for m in first["messages"]] == ["opening line", "reply"]
+    assert (
+        first["messages"][0]["anchor"] and first["match_message_id"] == first["messages"][0]["id"]
+    )
+    sessions = [r["session_id"] for r in result["results"]]
+    assert sessions == ["t", "m"]  # hidden source and another user's session never appear
+    assert result["results"][1]["matched_role"] in ("user", "assistant")
+    assert ">>>" in result["results"][1]["snippet"]  # snippets computed for returned hits
+    assert _call(scoped, query="garden plans", limit=1)["count"] == 1
+
+
+def test_title_match_skips_the_current_conversation_and_dedupes_lineage(
+    store: SessionStore, provider: SessionSearchProvider
+) -> None:
+    _conversation(store, "live", ["zebra chat"], title="Zebra")
+    _conversation(store, "old", ["zebra facts", "more"], title="Zebra")
+    _conversation(store, "old-2", ["zebra continued"], parent_session_id="old")
+    _conversation(store, "empty", [], title="Okapi")
+    result = _call(provider, query="zebra", limit=5)
+    assert [(r["session_id"], r["matched_role"]) for r in result["results"]] == [
+        ("old", "session_title")
+    ]
+    empty = _call(provider, query="okapi")["results"]
+    assert empty[0]["matched_role"] == "session_title" and empty[0]["messages"] == []

@@ -14,6 +14,7 @@ provider turns them into JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from typing import Any, cast
@@ -21,6 +22,7 @@ from typing import Any, cast
 from memoryport.errors import StoreError, ToolArgumentError
 from memoryport.storage.sessions.base import (
     MessageRecord,
+    MessageWindow,
     SearchHit,
     SessionRecord,
     SessionStore,
@@ -268,19 +270,41 @@ def browse(store: SessionStore, limit: int, ctx: ToolContext) -> dict[str, Any]:
     }
 
 
+def _title_match(
+    store: SessionStore, query: str, ctx: ToolContext, skip: set[str]
+) -> tuple[SessionRecord, str] | None:
+    """The most recently active session titled exactly ``query`` outside ``skip``.
+
+    Served by the store's title index (user scoping and hidden sources apply); its
+    lineage root is added to ``skip`` so message hits do not repeat that conversation.
+    """
+    titled = store.sessions_titled(query, user_id=ctx.user_id, limit=5)
+    roots = store.lineage_roots(s.id for s in titled)
+    for session in titled:
+        root = roots.get(session.id, session.id)
+        if root not in skip:
+            skip.add(root)
+            return session, root
+    return None
+
+
 def _collect_hits(
-    store: SessionStore, query: str, args: Mapping[str, Any], ctx: ToolContext, limit: int
+    store: SessionStore,
+    query: str,
+    args: Mapping[str, Any],
+    ctx: ToolContext,
+    limit: int,
+    skip: set[str],
 ) -> tuple[list[tuple[SearchHit, str]], int, Any]:
     roles = [r.strip() for r in str(args.get("role_filter") or "user,assistant").split(",")]
     sort = str(args.get("sort") or "relevance")
     if sort not in ("relevance", "newest", "oldest"):
         raise ToolArgumentError(f"sort must be relevance, newest or oldest, not {sort!r}")
-    skip = _current_roots(store, ctx)
     chosen: list[tuple[SearchHit, str]] = []
     scheduled: list[tuple[SearchHit, str]] = []  # cron sessions rank below interactive ones
     scanned, offset, last = 0, 0, None
     page = max(limit * 4, 12)  # small first page: most queries need no second one
-    while len(chosen) < limit and offset < DISCOVER_SCAN_LIMIT:
+    while limit > 0 and len(chosen) < limit and offset < DISCOVER_SCAN_LIMIT:
         page = min(page, DISCOVER_SCAN_LIMIT - offset)
         last = store.search_messages(
             query,
@@ -289,6 +313,7 @@ def _collect_hits(
             sort=cast(SortOrder, sort),
             limit=page,
             offset=offset,
+            snippets=False,  # computed below for the few hits discover returns
         )
         scanned += len(last.hits)
         roots = store.lineage_roots({h.message.session_id for h in last.hits})
@@ -303,42 +328,77 @@ def _collect_hits(
             break
         offset += page
         page *= 4
-    return (chosen + scheduled)[:limit], scanned, last
+    picked = (chosen + scheduled)[:limit]
+    snippets = store.snippets_for(query, [h.message.id for h, _ in picked]) if picked else {}
+    picked = [
+        (dataclasses.replace(h, snippet=snippets.get(h.message.id, "")), r) for h, r in picked
+    ]
+    return picked, scanned, last
+
+
+def _title_hit(store: SessionStore, session: SessionRecord) -> SearchHit:
+    """A pseudo-hit for a session whose title matched: anchored on its first message
+    (a session without messages gets an anchor with id 0, shown as no messages)."""
+    first = store.get_messages(session.id, limit=1)
+    anchor = first[0] if first else MessageRecord(0, session.id, "", "", session.started_at)
+    return SearchHit(
+        message=anchor,
+        snippet=f">>>{session.title}<<<",
+        score=0.0,
+        source=session.source,
+        model=session.model,
+        session_started=session.started_at,
+        session_title=session.title,
+        parent_session_id=session.parent_session_id,
+    )
+
+
+def _discover_entry(
+    hit: SearchHit, root: str, view: MessageWindow | None, *, title: bool
+) -> dict[str, Any]:
+    """One discover result: the hit, its anchored window and the session's bookends."""
+    shown = view.messages if view else ([hit.message] if hit.message.id else [])
+    entry: dict[str, Any] = {
+        "session_id": hit.message.session_id,
+        "title": hit.session_title,
+        "when": format_when(hit.session_started),
+        "source": hit.source,
+        "model": hit.model,
+        "matched_role": "session_title" if title else hit.message.role,
+        "match_message_id": hit.message.id or None,
+        "snippet": hit.snippet,
+        "bookend_start": [shape_message(m) for m in view.bookend_start] if view else [],
+        "messages": [shape_message(m, anchor=m.id == hit.message.id) for m in shown],
+        "bookend_end": [shape_message(m) for m in view.bookend_end] if view else [],
+        "messages_before": view.messages_before if view else 0,
+        "messages_after": view.messages_after if view else 0,
+    }
+    if hit.parent_session_id:
+        entry["parent_session_id"] = hit.parent_session_id
+        entry["lineage_root"] = root
+    return entry
 
 
 def discover(
     store: SessionStore, query: str, args: Mapping[str, Any], ctx: ToolContext
 ) -> dict[str, Any]:
-    """Top sessions matching ``query``, each with the anchored window and bookends."""
+    """Top sessions matching ``query``, each with the anchored window and bookends.
+
+    A session titled exactly ``query`` comes first (``matched_role: "session_title"``,
+    anchored on its first message), then sessions whose messages match.
+    """
     limit = clamp(_int_arg(args, "limit", 3), 1, 10)
     window = clamp(_int_arg(args, "window", 5), 1, 20)
-    chosen, scanned, last = _collect_hits(store, query, args, ctx, limit)
+    skip = _current_roots(store, ctx)
+    titled = _title_match(store, query, ctx, skip)
+    chosen, scanned, last = _collect_hits(store, query, args, ctx, limit - bool(titled), skip)
+    if titled is not None:
+        chosen.insert(0, (_title_hit(store, titled[0]), titled[1]))
     views = store.windows([h.message.id for h, _ in chosen], window=window, bookend=3)
-    results = []
-    for hit, root in chosen:
-        view = views.get(hit.message.id)
-        entry: dict[str, Any] = {
-            "session_id": hit.message.session_id,
-            "title": hit.session_title,
-            "when": format_when(hit.session_started),
-            "source": hit.source,
-            "model": hit.model,
-            "matched_role": hit.message.role,
-            "match_message_id": hit.message.id,
-            "snippet": hit.snippet,
-            "bookend_start": [shape_message(m) for m in view.bookend_start] if view else [],
-            "messages": [
-                shape_message(m, anchor=m.id == hit.message.id)
-                for m in (view.messages if view else [hit.message])
-            ],
-            "bookend_end": [shape_message(m) for m in view.bookend_end] if view else [],
-            "messages_before": view.messages_before if view else 0,
-            "messages_after": view.messages_after if view else 0,
-        }
-        if hit.parent_session_id:
-            entry["parent_session_id"] = hit.parent_session_id
-            entry["lineage_root"] = root
-        results.append(entry)
+    results = [
+        _discover_entry(hit, root, views.get(hit.message.id), title=titled is not None and i == 0)
+        for i, (hit, root) in enumerate(chosen)
+    ]
     out: dict[str, Any] = {
         "success": True,
         "mode": "discover",

@@ -1,4 +1,8 @@
-"""Row <-> record conversion and filter SQL shared by the SQLite store modules."""
+"""Filter SQL and error classification shared by the SQLite store modules.
+
+The column lists and row conversions are the backend-neutral ones from
+:mod:`memoryport.storage.sessions.helpers`, re-exported here for the SQLite modules.
+"""
 
 from __future__ import annotations
 
@@ -7,60 +11,31 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from memoryport.storage.sessions.base import MessageRecord, SessionRecord
+from memoryport.storage.sessions.helpers import (
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    dump_json,
+    message_from_row,
+    session_from_row,
+)
 
 __all__ = [
+    "INSERT_SESSION",
     "MESSAGE_COLUMNS",
     "SESSION_COLUMNS",
     "dump_json",
+    "is_busy",
     "message_from_row",
     "scope_sql",
     "session_from_row",
 ]
 
-MESSAGE_COLUMNS = (
-    "m.id, m.session_id, m.role, m.content, m.timestamp, m.tool_name, m.tool_calls, "
-    "m.tool_call_id, m.reasoning, m.metadata"
+
+INSERT_SESSION = (
+    f"INSERT INTO sessions ({SESSION_COLUMNS.replace('s.', '')})"
+    f" VALUES ({','.join('?' * len(SESSION_COLUMNS.split(',')))})"
 )
-"""Select list matching :func:`message_from_row` (``messages`` aliased ``m``)."""
-
-SESSION_COLUMNS = (
-    "s.id, s.source, s.user_id, s.model, s.title, s.parent_session_id, s.started_at, "
-    "s.ended_at, s.end_reason, s.last_active_at, s.message_count, s.tool_call_count, "
-    "s.input_tokens, s.output_tokens, s.cache_read_tokens, s.cache_write_tokens, "
-    "s.reasoning_tokens, s.estimated_cost_usd, s.actual_cost_usd, s.metadata"
-)
-"""Select list matching :func:`session_from_row` (``sessions`` aliased ``s``)."""
-
-
-def dump_json(value: Any) -> str | None:
-    """JSON text for a column, or NULL for an empty value (saves space)."""
-    if value in (None, {}, []):
-        return None
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def message_from_row(row: Sequence[Any]) -> MessageRecord:
-    """Build a ``MessageRecord`` from a row selected with ``MESSAGE_COLUMNS``."""
-    return MessageRecord(
-        id=row[0],
-        session_id=row[1],
-        role=row[2],
-        content=row[3],
-        timestamp=row[4],
-        tool_name=row[5],
-        tool_calls=json.loads(row[6]) if row[6] else None,
-        tool_call_id=row[7],
-        reasoning=row[8],
-        metadata=json.loads(row[9]) if row[9] else {},
-    )
-
-
-def session_from_row(row: Sequence[Any]) -> SessionRecord:
-    """Build a ``SessionRecord`` from a row selected with ``SESSION_COLUMNS``."""
-    values = list(row)
-    values[-1] = json.loads(values[-1]) if values[-1] else {}
-    return SessionRecord(*values)
+"""Insert of a full ``sessions`` row, values in ``SESSION_COLUMNS`` order."""
 
 
 def scope_sql(

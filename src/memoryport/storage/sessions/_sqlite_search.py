@@ -35,7 +35,7 @@ from memoryport.storage.sessions.query import (
 )
 from memoryport.storage.sessions.temporal import RERANK_DEPTH, TimeHint, rerank, time_hint
 
-__all__ = ["fetch_windows", "run_search"]
+__all__ = ["fetch_windows", "run_search", "snippets_for"]
 
 _CHUNK = 512
 _SNIPPET_GAP = 16
@@ -53,14 +53,19 @@ def run_search(
     sort: SortOrder,
     limit: int,
     offset: int,
+    snippets: bool = True,
 ) -> tuple[list[SearchHit], str]:
-    """Run a parsed query; return the hits and the compiled expression."""
+    """Run a parsed query; return the hits and the compiled expression.
+
+    ``snippets=False`` leaves every snippet empty (see :func:`snippets_for`).
+    """
     plan = parsed.plan()
     if parsed.root is None or plan == "empty":
         return [], ""
     if plan == "like":
         where, params = compile_like(parsed.root, "m.content")
-        return _like_search(conn, where, params, parsed, scope, sort, limit, offset), where
+        hits = _like_search(conn, where, params, parsed, scope, sort, limit, offset, snippets)
+        return hits, where
     table = "messages_fts" if plan == "fts" else "messages_trigram"
     leaf = compile_fts5 if plan == "fts" else compile_trigram
     expr = leaf(parsed.root)
@@ -73,7 +78,26 @@ def run_search(
     else:
         ranked = _ordered_ids(conn, table, expr, scope, offset + limit, newest=sort == "newest")
     page = ranked[offset : offset + limit]
-    return _hydrate(conn, table, expr, page, parsed), expr
+    return _hydrate(conn, table, expr if snippets else "", page, parsed), expr
+
+
+def snippets_for(conn: sqlite3.Connection, parsed: ParsedQuery, ids: list[int]) -> dict[int, str]:
+    """Snippets of ``ids`` for ``parsed`` (FTS5 ``snippet()``, else marked by hand)."""
+    plan = parsed.plan()
+    if parsed.root is None or plan == "empty" or not ids:
+        return {}
+    out: dict[int, str] = {}
+    if plan != "like":
+        table = "messages_fts" if plan == "fts" else "messages_trigram"
+        expr = (compile_fts5 if plan == "fts" else compile_trigram)(parsed.root)
+        out = _snippets(conn, table, expr, ids)
+    missing = [i for i in ids if i not in out]
+    if missing:
+        needles = [t.text for t in iter_terms(parsed.root, negated=False)]
+        sql = "SELECT id, content FROM messages WHERE id IN (SELECT value FROM json_each(?))"
+        for message_id, content in conn.execute(sql, (json.dumps(missing),)):
+            out[message_id] = make_snippet(content, needles)
+    return out
 
 
 def _time_rerank(
@@ -238,6 +262,7 @@ def _like_search(
     sort: SortOrder,
     limit: int,
     offset: int,
+    snippets: bool,
 ) -> list[SearchHit]:
     scope_where, scope_params = scope
     direction = "ASC" if sort == "oldest" else "DESC"
@@ -249,7 +274,8 @@ def _like_search(
     hits = []
     for row in conn.execute(sql, [*params, *scope_params, limit, offset]):
         message = message_from_row(row)
-        hits.append(_hit(message, row, make_snippet(message.content, needles), 0.0))
+        snippet = make_snippet(message.content, needles) if snippets else ""
+        hits.append(_hit(message, row, snippet, 0.0))
     return hits
 
 
@@ -273,6 +299,7 @@ def _hydrate(
     page: list[tuple[int, float]],
     parsed: ParsedQuery,
 ) -> list[SearchHit]:
+    """Hits for ``page`` in order; snippets only when ``expr`` (the FTS expression) is set."""
     if not page:
         return []
     ids = [i for i, _ in page]
@@ -282,14 +309,16 @@ def _hydrate(
     )
     rows = {row[0]: row for row in conn.execute(sql, [json.dumps(ids)])}
     needles = [t.text for t in iter_terms(parsed.root, negated=False)]
-    snippets = _snippets(conn, table, expr, ids)
+    snippets = _snippets(conn, table, expr, ids) if expr else {}
     hits = []
     for message_id, score in page:
         row = rows.get(message_id)
         if row is None:
             continue
         message = message_from_row(row)
-        snippet = snippets.get(message_id) or make_snippet(message.content, needles)
+        snippet = snippets.get(message_id, "")
+        if expr and not snippet:
+            snippet = make_snippet(message.content, needles)
         hits.append(_hit(message, row, snippet, score))
     return hits
 

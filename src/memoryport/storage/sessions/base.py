@@ -1,13 +1,11 @@
-"""The ``SessionStore`` interface, the records it returns, and SQL-free helpers.
+"""The ``SessionStore`` interface, plus the records and helpers every backend shares.
 
 Every backend (SQLite, PostgreSQL) implements :class:`SessionStore` and returns the frozen
-records defined here. Logic that does not need SQL lives here or in
-:mod:`memoryport.storage.sessions.query` so that backends share it:
-
-* user scoping (:func:`resolve_user`), source visibility (:func:`visible_sources`);
-* input coercion (:func:`coerce_message`) and session-field validation;
-* lineage walking over a parent map (:func:`walk_to_root`);
-* JSONL export/import line shapes (:func:`export_line`, :func:`parse_export_line`).
+records defined in :mod:`memoryport.storage.sessions.records`. Logic that does not need
+SQL lives in :mod:`memoryport.storage.sessions.helpers` and
+:mod:`memoryport.storage.sessions.query`, or here as concrete methods of the interface
+(query parsing and the search fallback, user scoping, lineage walking), so that a backend
+keeps only its SQL. Records and helpers are re-exported here.
 
 Timestamps are Unix seconds (float). Message ids are integers assigned by the store and
 increase with insertion order, so "newest" means "highest id" within a store.
@@ -15,15 +13,43 @@ increase with insertion order, so "newest" means "highest id" within a store.
 
 from __future__ import annotations
 
-import json
 import time
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
-from typing import IO, Any, Literal, TypeAlias
+from typing import IO, Any, Literal
 
-from memoryport.errors import StoreError, ToolArgumentError
+from memoryport.errors import SessionNotFound, StoreError, ToolArgumentError
+from memoryport.storage.sessions.helpers import (
+    check_session_fields,
+    clamp,
+    coerce_message,
+    export_line,
+    flatten_content,
+    group_export_lines,
+    new_session_id,
+    parse_export_line,
+    resolve_user,
+    shape_window,
+    visible_sources,
+    walk_to_root,
+)
+from memoryport.storage.sessions.query import ParsedQuery, parse_query
+from memoryport.storage.sessions.records import (
+    DEFAULT_HIDDEN_SOURCES,
+    KNOWN_SOURCES,
+    SESSION_UPDATABLE_FIELDS,
+    ImportReport,
+    MatchMode,
+    MessageInput,
+    MessageRecord,
+    MessageWindow,
+    SearchHit,
+    SearchResult,
+    SearchScope,
+    SessionRecord,
+    SessionSummary,
+    SortOrder,
+)
 
 __all__ = [
     "DEFAULT_HIDDEN_SOURCES",
@@ -36,13 +62,16 @@ __all__ = [
     "MessageWindow",
     "SearchHit",
     "SearchResult",
+    "SearchScope",
     "SessionRecord",
     "SessionStore",
     "SessionSummary",
     "SortOrder",
+    "check_session_fields",
     "clamp",
     "coerce_message",
     "export_line",
+    "flatten_content",
     "new_session_id",
     "parse_export_line",
     "resolve_user",
@@ -50,353 +79,6 @@ __all__ = [
     "visible_sources",
     "walk_to_root",
 ]
-
-SortOrder: TypeAlias = Literal["relevance", "newest", "oldest"]
-"""How ``search_messages`` orders hits: BM25 rank, or message time either way."""
-
-MatchMode: TypeAlias = Literal["auto", "all", "any"]
-"""How plain terms combine: ``all`` (AND), ``any`` (OR, ranked by BM25), or ``auto``.
-
-``auto``: explicit syntax (quotes, AND/OR/NOT, ``foo*``) is honoured as written; plain
-natural-language terms are ORed (stopwords dropped) for ``sort="relevance"`` and ANDed
-for chronological sorts, falling back to OR when AND finds nothing.
-"""
-
-KNOWN_SOURCES: tuple[str, ...] = (
-    "cli",
-    "api",
-    "mcp",
-    "telegram",
-    "discord",
-    "slack",
-    "web",
-    "tool",
-    "cron",
-    "subagent",
-    "import",
-)
-"""Source tags memoryport knows about. Other strings are accepted as-is."""
-
-DEFAULT_HIDDEN_SOURCES: tuple[str, ...] = ("tool", "subagent")
-"""Sources hidden from search and browse unless a caller asks for them explicitly."""
-
-SESSION_UPDATABLE_FIELDS: frozenset[str] = frozenset(
-    {
-        "title",
-        "model",
-        "ended_at",
-        "end_reason",
-        "input_tokens",
-        "output_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-        "reasoning_tokens",
-        "tool_call_count",
-        "estimated_cost_usd",
-        "actual_cost_usd",
-        "metadata",
-    }
-)
-"""Fields ``SessionStore.update_session`` accepts."""
-
-
-@dataclass(frozen=True)
-class SessionRecord:
-    """One conversation session as stored.
-
-    ``parent_session_id`` links compression continuations, branches and resumes into a
-    lineage tree; ``last_active_at`` is the timestamp of the newest message (or the start).
-    """
-
-    id: str
-    source: str
-    user_id: str | None = None
-    model: str = ""
-    title: str = ""
-    parent_session_id: str | None = None
-    started_at: float = 0.0
-    ended_at: float | None = None
-    end_reason: str = ""
-    last_active_at: float = 0.0
-    message_count: int = 0
-    tool_call_count: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    estimated_cost_usd: float | None = None
-    actual_cost_usd: float | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict of every field."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class MessageRecord:
-    """One stored message: a real transcript line, never a summary."""
-
-    id: int
-    session_id: str
-    role: str
-    content: str
-    timestamp: float
-    tool_name: str | None = None
-    tool_calls: list[Any] | None = None
-    tool_call_id: str | None = None
-    reasoning: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self, *, compact: bool = False) -> dict[str, Any]:
-        """Return a JSON-ready dict; ``compact`` drops empty optional fields."""
-        data = asdict(self)
-        if compact:
-            data = {k: v for k, v in data.items() if v not in (None, {}, [])}
-        return data
-
-
-@dataclass(frozen=True)
-class MessageInput:
-    """A message to append. ``timestamp`` defaults to now; ``tool_calls`` is any JSON list."""
-
-    role: str
-    content: str = ""
-    tool_name: str | None = None
-    tool_calls: list[Any] | None = None
-    tool_call_id: str | None = None
-    reasoning: str | None = None
-    timestamp: float | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """A browse row: the session plus a short preview of its first user message."""
-
-    session: SessionRecord
-    preview: str = ""
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    """One ranked message from ``search_messages``.
-
-    ``score`` is larger-is-better within one result (negated BM25 for FTS plans, 0 for
-    LIKE); ``snippet`` marks matches with ``>>>``/``<<<``.
-    """
-
-    message: MessageRecord
-    snippet: str
-    score: float
-    source: str
-    model: str
-    session_started: float
-    session_title: str = ""
-    parent_session_id: str | None = None
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """Hits plus how they were found.
-
-    ``plan`` is one of ``fts`` (word index), ``trigram`` (substring/CJK index), ``like``
-    (short CJK scan), ``empty`` (the query had no searchable terms). ``warnings`` says
-    when the query was rewritten or fell back, so nothing degrades silently.
-    """
-
-    hits: list[SearchHit]
-    plan: str
-    query: str
-    compiled: str = ""
-    warnings: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class MessageWindow:
-    """Messages around an anchor plus the session's first and last messages.
-
-    ``messages`` is in id order and contains the anchor; ``bookend_start``/``bookend_end``
-    never overlap ``messages``; ``messages_before``/``messages_after`` count the messages
-    of the session not shown on each side of the window.
-    """
-
-    session_id: str
-    anchor_id: int
-    messages: list[MessageRecord]
-    bookend_start: list[MessageRecord] = field(default_factory=list)
-    bookend_end: list[MessageRecord] = field(default_factory=list)
-    messages_before: int = 0
-    messages_after: int = 0
-
-
-@dataclass(frozen=True)
-class ImportReport:
-    """What ``import_jsonl`` did: counts of sessions and messages written or skipped."""
-
-    sessions_imported: int = 0
-    sessions_skipped: int = 0
-    messages_imported: int = 0
-
-
-# ---------------------------------------------------------------------------- helpers
-
-
-def new_session_id() -> str:
-    """Return a fresh, sortable-enough session id (``YYYYmmdd_HHMMSS_<hex8>``)."""
-    return time.strftime("%Y%m%d_%H%M%S") + "_" + uuid.uuid4().hex[:8]
-
-
-def clamp(value: int, low: int, high: int) -> int:
-    """Clamp ``value`` into ``[low, high]``."""
-    return max(low, min(high, value))
-
-
-def resolve_user(store_user: str | None, call_user: str | None) -> str | None:
-    """Return the user id a call is scoped to.
-
-    A store bound to a user never serves another user: a different per-call user raises
-    ``StoreError``. An unbound store uses the per-call user (``None`` means unscoped).
-    """
-    if store_user and call_user and call_user != store_user:
-        raise StoreError(f"this store is bound to user {store_user!r}; refused user {call_user!r}")
-    return store_user or call_user or None
-
-
-def visible_sources(
-    sources: Sequence[str] | None, exclude_sources: Sequence[str] | None
-) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
-    """Resolve source filters to ``(include or None, exclude)``.
-
-    ``exclude_sources=None`` means the default hidden sources, minus any the caller
-    explicitly included; pass ``()`` to hide nothing.
-    """
-    include = tuple(sources) if sources else None
-    if exclude_sources is None:
-        exclude = tuple(s for s in DEFAULT_HIDDEN_SOURCES if not include or s not in include)
-    else:
-        exclude = tuple(exclude_sources)
-    return include, exclude
-
-
-_MESSAGE_KWARGS = frozenset(f.name for f in fields(MessageInput)) - {"role", "metadata"}
-
-
-def coerce_message(message: MessageInput | Mapping[str, Any]) -> MessageInput:
-    """Accept a ``MessageInput`` or an OpenAI-style dict and return a ``MessageInput``.
-
-    Multimodal content (a list of parts) is flattened to its text parts. Unknown dict keys
-    go to ``metadata``. Raises ``ToolArgumentError`` when ``role`` is missing.
-    """
-    if isinstance(message, MessageInput):
-        return message
-    data = dict(message)
-    role = data.pop("role", None)
-    if not isinstance(role, str) or not role:
-        raise ToolArgumentError("a message needs a non-empty 'role'")
-    kwargs: dict[str, Any] = {k: data.pop(k) for k in list(data) if k in _MESSAGE_KWARGS}
-    kwargs["content"] = flatten_content(kwargs.get("content"))
-    metadata = dict(data.pop("metadata", None) or {})
-    metadata.update(data)
-    return MessageInput(role=role, metadata=metadata, **kwargs)
-
-
-def flatten_content(content: Any) -> str:
-    """Turn message content (str, None, or a list of multimodal parts) into text."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, Mapping):
-                text = part.get("text")
-                parts.append(str(text) if text is not None else f"[{part.get('type', 'part')}]")
-            else:
-                parts.append(str(part))
-        return "\n".join(parts)
-    return str(content)
-
-
-def check_session_fields(values: Mapping[str, Any]) -> None:
-    """Raise ``ToolArgumentError`` for any key ``update_session`` does not accept."""
-    unknown = sorted(set(values) - SESSION_UPDATABLE_FIELDS)
-    if unknown:
-        allowed = ", ".join(sorted(SESSION_UPDATABLE_FIELDS))
-        raise ToolArgumentError(f"unknown session field(s) {unknown}; allowed: {allowed}")
-
-
-def walk_to_root(session_id: str, parents: Mapping[str, str | None]) -> str:
-    """Follow ``parents`` (id -> parent id) from ``session_id`` to the lineage root.
-
-    Cycles and missing links stop the walk at the last known id.
-    """
-    seen = {session_id}
-    current = session_id
-    while True:
-        parent = parents.get(current)
-        if not parent or parent in seen:
-            return current
-        seen.add(parent)
-        current = parent
-
-
-def export_line(session: SessionRecord, message: MessageRecord | None) -> str:
-    """One JSONL export line: ``{"session": {...}, "message": {...} | null}``."""
-    payload = {"session": session.to_dict(), "message": message.to_dict() if message else None}
-    return json.dumps(payload, ensure_ascii=False, sort_keys=True)
-
-
-def parse_export_line(line: str) -> tuple[SessionRecord, MessageRecord | None]:
-    """Parse one export line back into records; raises ``ToolArgumentError`` if malformed."""
-    try:
-        payload = json.loads(line)
-        session = SessionRecord(**payload["session"])
-        raw = payload.get("message")
-        message = MessageRecord(**raw) if raw else None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ToolArgumentError(f"not a memoryport session export line: {exc}") from exc
-    return session, message
-
-
-def shape_window(
-    anchor: MessageRecord,
-    rows: Iterable[MessageRecord],
-    *,
-    count_before: int,
-    count_after: int,
-    window: int,
-    bookend: int,
-) -> MessageWindow:
-    """Build a :class:`MessageWindow` from the rows a backend fetched for one anchor.
-
-    ``rows`` must contain (in any order, duplicates allowed) the ``window`` messages on
-    each side of the anchor and the first/last ``bookend`` messages of the session;
-    ``count_before``/``count_after`` are the session's message counts on each side.
-    """
-    unique = {r.id: r for r in rows if r.session_id == anchor.session_id and r.id != anchor.id}
-    before = [unique[i] for i in sorted(i for i in unique if i < anchor.id)]
-    after = [unique[i] for i in sorted(i for i in unique if i > anchor.id)]
-    win_before = before[-window:] if window else []
-    win_after = after[:window]
-    shown_before = {r.id for r in win_before}
-    shown_after = {r.id for r in win_after}
-    start = [r for r in before if r.id not in shown_before][:bookend] if bookend else []
-    end = [r for r in after if r.id not in shown_after][-bookend:] if bookend else []
-    return MessageWindow(
-        session_id=anchor.session_id,
-        anchor_id=anchor.id,
-        messages=[*win_before, anchor, *win_after],
-        bookend_start=start,
-        bookend_end=end,
-        messages_before=max(0, count_before - len(win_before) - len(start)),
-        messages_after=max(0, count_after - len(win_after) - len(end)),
-    )
-
-
-# ---------------------------------------------------------------------------- interface
 
 
 class SessionStore(ABC):
@@ -432,8 +114,39 @@ class SessionStore(ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # ------------------------------------------------------------------ scoping
+    def _user(self, user_id: str | None) -> str | None:
+        """The user a call is scoped to (see :func:`resolve_user`)."""
+        return resolve_user(self.user_id, user_id)
+
+    def _visible(
+        self, sources: Sequence[str] | None, exclude: Sequence[str] | None
+    ) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+        """``(include, exclude)`` sources; ``exclude=None`` means this store's hidden ones."""
+        if exclude is None:
+            include = tuple(sources) if sources else None
+            return include, tuple(s for s in self.hidden_sources if not include or s not in include)
+        return visible_sources(sources, exclude)
+
+    def _scope(
+        self,
+        user_id: str | None,
+        sources: Sequence[str] | None = None,
+        exclude_sources: Sequence[str] | None = None,
+        roles: Sequence[str] | None = None,
+        session_ids: Sequence[str] | None = None,
+    ) -> SearchScope:
+        """Resolve a call's filters into a :class:`SearchScope`."""
+        include, exclude = self._visible(sources, exclude_sources)
+        return SearchScope(
+            user_id=self._user(user_id),
+            include=include,
+            exclude=exclude,
+            roles=tuple(roles) if roles else None,
+            session_ids=tuple(session_ids) if session_ids else None,
+        )
+
     # ------------------------------------------------------------------ sessions
-    @abstractmethod
     def create_session(
         self,
         session_id: str | None = None,
@@ -451,12 +164,33 @@ class SessionStore(ABC):
         ``parent_session_id`` must name an existing session (``SessionNotFound``); the
         child inherits the parent's ``user_id`` when none is given.
         """
+        started = time.time() if started_at is None else started_at
+        draft = SessionRecord(
+            id=session_id or new_session_id(),
+            source=source,
+            user_id=self._user(user_id),
+            model=model,
+            title=title,
+            parent_session_id=parent_session_id or None,
+            started_at=started,
+            last_active_at=started,
+            metadata=dict(metadata or {}),
+        )
+        return self._insert_session(draft)
 
     @abstractmethod
+    def _insert_session(self, draft: SessionRecord) -> SessionRecord:
+        """Insert ``draft`` (its ``user_id`` falls back to the parent's); return it as stored.
+
+        ``SessionNotFound`` for an unknown parent, ``StoreError`` if the id is taken.
+        """
+
     def end_session(
         self, session_id: str, *, end_reason: str = "", ended_at: float | None = None
     ) -> SessionRecord:
         """Mark a session ended (``ended_at`` defaults to now) and return it."""
+        when = time.time() if ended_at is None else ended_at
+        return self.update_session(session_id, ended_at=when, end_reason=end_reason)
 
     @abstractmethod
     def update_session(self, session_id: str, **values: Any) -> SessionRecord:
@@ -470,7 +204,6 @@ class SessionStore(ABC):
     def get_session(self, session_id: str, *, user_id: str | None = None) -> SessionRecord:
         """Return one session; ``SessionNotFound`` if absent or owned by another user."""
 
-    @abstractmethod
     def list_sessions(
         self,
         *,
@@ -485,6 +218,40 @@ class SessionStore(ABC):
 
         ``exclude_sources=None`` hides ``hidden_sources``.
         """
+        scope = self._scope(user_id, sources, exclude_sources)
+        column = "last_active_at" if order == "last_active" else "started_at"
+        return self._list_sessions(scope, column, limit=limit, offset=offset)
+
+    @abstractmethod
+    def _list_sessions(
+        self, scope: SearchScope, column: str, *, limit: int, offset: int
+    ) -> list[SessionSummary]:
+        """Sessions in ``scope`` by ``column`` (a ``sessions`` column), newest first."""
+
+    def sessions_titled(
+        self,
+        title: str,
+        *,
+        user_id: str | None = None,
+        sources: Sequence[str] | None = None,
+        exclude_sources: Sequence[str] | None = None,
+        limit: int = 5,
+    ) -> list[SessionRecord]:
+        """Sessions whose title equals ``title`` (case-insensitive for ASCII letters,
+        surrounding whitespace ignored), most recently active first.
+
+        Served by an index, never a scan; scoping and ``exclude_sources`` work as in
+        :meth:`list_sessions`. A blank ``title`` matches nothing.
+        """
+        wanted = title.strip()
+        if not wanted:
+            return []
+        return self._sessions_titled(wanted, self._scope(user_id, sources, exclude_sources), limit)
+
+    @abstractmethod
+    def _sessions_titled(self, title: str, scope: SearchScope, limit: int) -> list[SessionRecord]:
+        """Sessions in ``scope`` whose trimmed title equals ``title`` (see
+        :meth:`sessions_titled`), through an index."""
 
     # ------------------------------------------------------------------ messages
     @abstractmethod
@@ -511,7 +278,6 @@ class SessionStore(ABC):
         """Return one message; ``StoreError`` if it does not exist."""
 
     # ------------------------------------------------------------------ search
-    @abstractmethod
     def search_messages(
         self,
         query: str,
@@ -525,13 +291,83 @@ class SessionStore(ABC):
         match: MatchMode = "auto",
         limit: int = 20,
         offset: int = 0,
+        snippets: bool = True,
     ) -> SearchResult:
         """Message-level full-text search.
 
         The query is parsed by :func:`memoryport.storage.sessions.query.parse_query`
         (never raises on odd input). A backend error is re-tried once with the plain
         terms and reported in ``warnings``; if that fails too, ``StoreError`` is raised.
+        ``snippets=False`` skips computing snippets (every ``SearchHit.snippet`` is ``""``)
+        for callers that show only a few hits; see :meth:`snippets_for`.
         """
+        if sort not in ("relevance", "newest", "oldest"):
+            raise ToolArgumentError(f"sort must be relevance, newest or oldest, not {sort!r}")
+        scope = self._scope(user_id, sources, exclude_sources, roles, session_ids)
+        combine = "all" if match == "all" or (match == "auto" and sort != "relevance") else "any"
+        parsed = parse_query(query, combine=combine)
+        warnings = list(parsed.warnings)
+        if parsed.root is None:
+            warnings.append("the query has no searchable words")
+
+        def run(p: ParsedQuery) -> tuple[list[SearchHit], str]:
+            return self._run_search(
+                p, scope, sort=sort, limit=limit, offset=offset, snippets=snippets
+            )
+
+        try:
+            hits, compiled = run(parsed)
+            if not hits and combine == "all" and match == "auto" and len(parsed.terms) > 1:
+                hits, compiled = run(parsed.plain("any"))
+                if hits:
+                    parsed = parsed.plain("any")
+                    warnings.append("no message has every word; showing messages with any")
+        except StoreError as first:
+            if not self._query_failed(first):
+                raise  # the database is unavailable: not a query problem
+            plain = parsed.plain("any")
+            warnings.append(f"search failed ({first.__cause__}); retried with the plain terms")
+            try:
+                hits, compiled = run(plain)
+            except StoreError as second:
+                raise StoreError(f"search failed for {query!r}: {second.__cause__}") from second
+            parsed = plain
+        return SearchResult(hits, parsed.plan(), query, compiled, warnings)
+
+    def snippets_for(self, query: str, message_ids: Sequence[int]) -> dict[int, str]:
+        """Snippets (matches marked ``>>>``/``<<<``) for messages a query found.
+
+        Pairs with ``search_messages(..., snippets=False)``: rank cheaply, then pay for
+        snippets only for the hits shown. Ids the query does not match are absent.
+        """
+        parsed = parse_query(query, combine="any")
+        if parsed.root is None or not message_ids:
+            return {}
+        return self._snippets(parsed, list(dict.fromkeys(message_ids)))
+
+    @abstractmethod
+    def _run_search(
+        self,
+        parsed: ParsedQuery,
+        scope: SearchScope,
+        *,
+        sort: SortOrder,
+        limit: int,
+        offset: int,
+        snippets: bool,
+    ) -> tuple[list[SearchHit], str]:
+        """Run one parsed query; return the hits and the compiled engine expression.
+
+        Raise ``StoreError`` with the engine error as ``__cause__`` when the query fails.
+        """
+
+    @abstractmethod
+    def _snippets(self, parsed: ParsedQuery, message_ids: list[int]) -> dict[int, str]:
+        """Snippets of ``message_ids`` for ``parsed`` (see :meth:`snippets_for`)."""
+
+    def _query_failed(self, error: StoreError) -> bool:
+        """True when ``error`` came from the query (worth a plain-terms retry)."""
+        return error.__cause__ is not None
 
     # ------------------------------------------------------------------ windows
     @abstractmethod
@@ -553,16 +389,20 @@ class SessionStore(ABC):
         return found[around_message_id]
 
     # ------------------------------------------------------------------ lineage
-    @abstractmethod
     def lineage_roots(self, session_ids: Iterable[str]) -> dict[str, str]:
         """Map each known session id to the root of its lineage (batched)."""
+        wanted = list(dict.fromkeys(session_ids))
+        parents = self._parent_map(wanted)
+        return {sid: walk_to_root(sid, parents) for sid in wanted if sid in parents}
+
+    @abstractmethod
+    def _parent_map(self, session_ids: list[str]) -> dict[str, str | None]:
+        """``id -> parent id`` for ``session_ids`` and all their ancestors (one query)."""
 
     def lineage_root(self, session_id: str) -> str:
         """The root of one session's lineage (``SessionNotFound`` if absent)."""
         roots = self.lineage_roots([session_id])
         if session_id not in roots:
-            from memoryport.errors import SessionNotFound
-
             raise SessionNotFound(f"unknown session {session_id!r}")
         return roots[session_id]
 
@@ -601,11 +441,23 @@ class SessionStore(ABC):
     ) -> int:
         """Write sessions as JSONL (see :func:`export_line`); return lines written."""
 
-    @abstractmethod
     def import_jsonl(
         self, lines: Iterable[str], *, on_conflict: Literal["skip", "replace", "error"] = "skip"
     ) -> ImportReport:
-        """Import an export; ids, timestamps and metadata are kept exactly."""
+        """Import an export; ids, timestamps and metadata are kept exactly.
+
+        Every session must belong to this store's user (``StoreError`` otherwise).
+        """
+        entries = group_export_lines(lines)
+        for session, _ in entries:
+            resolve_user(self.user_id, session.user_id)
+        return self._import_entries(entries, on_conflict)
+
+    @abstractmethod
+    def _import_entries(
+        self, entries: list[tuple[SessionRecord, list[MessageRecord]]], on_conflict: str
+    ) -> ImportReport:
+        """Write parsed export entries in one transaction (see :meth:`import_jsonl`)."""
 
     # ------------------------------------------------------------------ maintenance
     @abstractmethod

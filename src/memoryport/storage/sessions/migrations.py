@@ -184,6 +184,32 @@ def m003_session_browse_indexes(conn: Transaction) -> None:
     """)
 
 
+@_migration
+def m004_session_title_index(conn: Transaction) -> None:
+    """An index for discover's exact session-title match (trimmed, ASCII case-insensitive)."""
+    conn.executescript("""
+    CREATE INDEX sessions_title ON sessions(trim(title) COLLATE NOCASE);
+    """)
+
+
+@_migration
+def m005_bulk_fts_insert(conn: Transaction) -> None:
+    """Let a batched append index its messages with one statement instead of a trigger each.
+
+    While the ``meta`` row ``fts_bulk_insert`` exists (only ever inside one write
+    transaction), the word-index insert trigger skips new rows; the writer then indexes
+    the batch with one ``INSERT INTO messages_fts ... SELECT``. About 2x faster ingest.
+    """
+    conn.executescript("""
+    DROP TRIGGER messages_fts_ai;
+    CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages
+    WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = 'fts_bulk_insert') BEGIN
+        INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)
+        VALUES (new.id, new.content, new.tool_name, new.tool_calls);
+    END;
+    """)
+
+
 def _ensure_table(conn: sqlite3.Connection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"

@@ -22,9 +22,10 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import IO, Any, Literal, TypeVar
+from dataclasses import asdict
+from typing import IO, Any, TypeVar
 
-from memoryport.errors import ConfigError, SessionNotFound, StoreError, ToolArgumentError
+from memoryport.errors import ConfigError, SessionNotFound, StoreError
 
 try:
     import psycopg
@@ -41,26 +42,21 @@ from memoryport.storage.sessions import postgres_migrations as migrations
 from memoryport.storage.sessions.base import (
     DEFAULT_HIDDEN_SOURCES,
     ImportReport,
-    MatchMode,
     MessageInput,
     MessageRecord,
     MessageWindow,
     SearchHit,
-    SearchResult,
+    SearchScope,
     SessionRecord,
     SessionStore,
     SessionSummary,
     SortOrder,
     check_session_fields,
     coerce_message,
-    new_session_id,
-    parse_export_line,
-    resolve_user,
-    visible_sources,
-    walk_to_root,
 )
+from memoryport.storage.sessions.helpers import MESSAGE_INSERT_COLUMNS
 from memoryport.storage.sessions.postgres_io import export_sessions, import_sessions
-from memoryport.storage.sessions.postgres_search import fetch_windows, run_search
+from memoryport.storage.sessions.postgres_search import fetch_windows, run_search, snippets_for
 from memoryport.storage.sessions.postgres_sql import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
@@ -68,10 +64,12 @@ from memoryport.storage.sessions.postgres_sql import (
     dump_json,
     encode_text,
     message_from_row,
+    message_values,
     scope_sql,
     session_from_row,
+    session_values,
 )
-from memoryport.storage.sessions.query import ParsedQuery, parse_query
+from memoryport.storage.sessions.query import ParsedQuery
 
 __all__ = ["PostgresSessionStore"]
 
@@ -167,17 +165,6 @@ class PostgresSessionStore(SessionStore):
     def _read(self, fn: Callable[[Cursor], T]) -> T:
         return self._run(fn, what="read")
 
-    def _user(self, user_id: str | None) -> str | None:
-        return resolve_user(self.user_id, user_id)
-
-    def _visible(
-        self, sources: Sequence[str] | None, exclude: Sequence[str] | None
-    ) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
-        if exclude is None:
-            include = tuple(sources) if sources else None
-            return include, tuple(s for s in self.hidden_sources if not include or s not in include)
-        return visible_sources(sources, exclude)
-
     # ------------------------------------------------------------------ lifecycle
     def schema_version(self) -> int:
         """Number of applied migrations."""
@@ -205,63 +192,30 @@ class PostgresSessionStore(SessionStore):
         return self.get_meta("trigram_index") == "present"
 
     # ------------------------------------------------------------------ sessions
-    def create_session(
-        self,
-        session_id: str | None = None,
-        *,
-        source: str = "cli",
-        user_id: str | None = None,
-        model: str = "",
-        title: str = "",
-        parent_session_id: str | None = None,
-        started_at: float | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> SessionRecord:
-        """Create a session; see :meth:`SessionStore.create_session`."""
-        sid = session_id or new_session_id()
-        user = self._user(user_id)
-        started = time.time() if started_at is None else started_at
-
+    def _insert_session(self, draft: SessionRecord) -> SessionRecord:
         def do(cur: Cursor) -> SessionRecord:
-            owner = user
-            if parent_session_id:
+            values = session_values(draft)
+            if draft.parent_session_id:
                 row = cur.execute(
-                    self._q("SELECT user_id FROM {s}.sessions WHERE id = %s"), (parent_session_id,)
+                    self._q("SELECT user_id FROM {s}.sessions WHERE id = %s"),
+                    (draft.parent_session_id,),
                 ).fetchone()
                 if row is None:
-                    raise SessionNotFound(f"unknown parent session {parent_session_id!r}")
-                owner = owner or row[0]
+                    raise SessionNotFound(f"unknown parent session {draft.parent_session_id!r}")
+                values[2] = values[2] or row[0]
             inserted = cur.execute(
                 self._q(
-                    "INSERT INTO {s}.sessions (id, source, user_id, model, title,"
-                    " parent_session_id, started_at, last_active_at, metadata)"
-                    " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (id) DO NOTHING"
+                    f"INSERT INTO {{s}}.sessions ({SESSION_COLUMNS.replace('s.', '')})"
+                    f" VALUES ({', '.join(['%s'] * len(values))}) ON CONFLICT (id) DO NOTHING"
                     f" RETURNING {SESSION_COLUMNS.replace('s.', '')}"
                 ),
-                (
-                    sid,
-                    source,
-                    owner,
-                    model,
-                    encode_text(title),
-                    parent_session_id or None,
-                    started,
-                    started,
-                    dump_json(dict(metadata or {})),
-                ),
+                values,
             ).fetchone()
             if inserted is None:
-                raise StoreError(f"session {sid!r} already exists")
+                raise StoreError(f"session {draft.id!r} already exists")
             return session_from_row(inserted)
 
         return self._run(do)
-
-    def end_session(
-        self, session_id: str, *, end_reason: str = "", ended_at: float | None = None
-    ) -> SessionRecord:
-        """Mark a session ended."""
-        when = time.time() if ended_at is None else ended_at
-        return self.update_session(session_id, ended_at=when, end_reason=end_reason)
 
     def update_session(self, session_id: str, **values: Any) -> SessionRecord:
         """Set session fields (see ``SESSION_UPDATABLE_FIELDS``)."""
@@ -299,28 +253,33 @@ class PostgresSessionStore(SessionStore):
             raise SessionNotFound(f"unknown session {session_id!r}")
         return session_from_row(row)
 
-    def list_sessions(
-        self,
-        *,
-        user_id: str | None = None,
-        sources: Sequence[str] | None = None,
-        exclude_sources: Sequence[str] | None = None,
-        limit: int = 20,
-        offset: int = 0,
-        order: Literal["last_active", "started"] = "last_active",
+    def _list_sessions(
+        self, scope: SearchScope, column: str, *, limit: int, offset: int
     ) -> list[SessionSummary]:
-        """Browse recent sessions with a preview of the first user message."""
-        include, exclude = self._visible(sources, exclude_sources)
-        where, params = scope_sql(user_id=self._user(user_id), include=include, exclude=exclude)
-        column = "s.last_active_at" if order == "last_active" else "s.started_at"
+        where, params = scope_sql(**asdict(scope))
         query = sql.SQL(
             "SELECT {cols}, (SELECT substr(content, 1, 200) FROM {s}.messages"
             " WHERE session_id = s.id AND role = 'user' ORDER BY id LIMIT 1)"
             " FROM {s}.sessions s WHERE true{where}"
             " ORDER BY {column} DESC, s.id DESC LIMIT %s OFFSET %s"
-        ).format(cols=sql.SQL(SESSION_COLUMNS), s=self._s, where=where, column=sql.SQL(column))
+        ).format(
+            cols=sql.SQL(SESSION_COLUMNS),
+            s=self._s,
+            where=where,
+            column=sql.Identifier("s", column),
+        )
         rows = self._read(lambda c: c.execute(query, [*params, limit, offset]).fetchall())
         return [SessionSummary(session_from_row(r[:-1]), decode_text(r[-1]) or "") for r in rows]
+
+    def _sessions_titled(self, title: str, scope: SearchScope, limit: int) -> list[SessionRecord]:
+        where, params = scope_sql(**asdict(scope))
+        query = sql.SQL(
+            "SELECT {cols} FROM {s}.sessions s WHERE lower(btrim(s.title)) = lower(%s){where}"
+            " ORDER BY s.last_active_at DESC, s.id DESC LIMIT %s"
+        ).format(cols=sql.SQL(SESSION_COLUMNS), s=self._s, where=where)
+        value = encode_text(title)
+        rows = self._read(lambda c: c.execute(query, [value, *params, limit]).fetchall())
+        return [session_from_row(r) for r in rows]
 
     # ------------------------------------------------------------------ messages
     def append_messages(
@@ -331,25 +290,11 @@ class PostgresSessionStore(SessionStore):
         if not items:
             return []
         now = time.time()
-        rows = [
-            (
-                session_id,
-                m.role,
-                encode_text(m.content),
-                m.tool_name,
-                dump_json(m.tool_calls),
-                m.tool_call_id,
-                encode_text(m.reasoning),
-                now if m.timestamp is None else m.timestamp,
-                dump_json(m.metadata),
-            )
-            for m in items
-        ]
+        rows = [message_values(session_id, m, now) for m in items]
         tool_calls = sum(len(m.tool_calls or []) for m in items)
-        last = max(float(r[7]) for r in rows)
+        last = max(float(r[3]) for r in rows)
         insert = self._q(
-            "INSERT INTO {s}.messages (session_id, role, content, tool_name, tool_calls,"
-            " tool_call_id, reasoning, timestamp, metadata)"
+            f"INSERT INTO {{s}}.messages ({MESSAGE_INSERT_COLUMNS})"
             " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id"
         )
 
@@ -401,62 +346,35 @@ class PostgresSessionStore(SessionStore):
         return message_from_row(row)
 
     # ------------------------------------------------------------------ search
-    def search_messages(
+    def _run_search(
         self,
-        query: str,
+        parsed: ParsedQuery,
+        scope: SearchScope,
         *,
-        user_id: str | None = None,
-        sources: Sequence[str] | None = None,
-        exclude_sources: Sequence[str] | None = None,
-        roles: Sequence[str] | None = None,
-        session_ids: Sequence[str] | None = None,
-        sort: SortOrder = "relevance",
-        match: MatchMode = "auto",
-        limit: int = 20,
-        offset: int = 0,
-    ) -> SearchResult:
-        """Message-level full-text search; see :meth:`SessionStore.search_messages`."""
-        if sort not in ("relevance", "newest", "oldest"):
-            raise ToolArgumentError(f"sort must be relevance, newest or oldest, not {sort!r}")
-        include, exclude = self._visible(sources, exclude_sources)
-        scope = scope_sql(
-            user_id=self._user(user_id),
-            include=include,
-            exclude=exclude,
-            roles=roles,
-            session_ids=session_ids,
-        )
-        combine = "all" if match == "all" or (match == "auto" and sort != "relevance") else "any"
-        parsed = parse_query(query, combine=combine)
-        warnings = list(parsed.warnings)
-        if parsed.root is None:
-            warnings.append("the query has no searchable words")
-
-        def run(p: ParsedQuery) -> tuple[list[SearchHit], str]:
-            return self._read(
-                lambda c: run_search(
-                    c, self._s, p, scope=scope, sort=sort, limit=limit, offset=offset
-                )
+        sort: SortOrder,
+        limit: int,
+        offset: int,
+        snippets: bool,
+    ) -> tuple[list[SearchHit], str]:
+        where = scope_sql(**asdict(scope))
+        return self._read(
+            lambda c: run_search(
+                c,
+                self._s,
+                parsed,
+                scope=where,
+                sort=sort,
+                limit=limit,
+                offset=offset,
+                snippets=snippets,
             )
+        )
 
-        try:
-            hits, compiled = run(parsed)
-            if not hits and combine == "all" and match == "auto" and len(parsed.terms) > 1:
-                hits, compiled = run(parsed.plain("any"))
-                if hits:
-                    parsed = parsed.plain("any")
-                    warnings.append("no message has every word; showing messages with any")
-        except StoreError as first:
-            if first.__cause__ is None or isinstance(first.__cause__, _UNAVAILABLE):
-                raise  # the database is unavailable: not a query problem
-            plain = parsed.plain("any")
-            warnings.append(f"search failed ({first.__cause__}); retried with the plain terms")
-            try:
-                hits, compiled = run(plain)
-            except StoreError as second:
-                raise StoreError(f"search failed for {query!r}: {second.__cause__}") from second
-            parsed = plain
-        return SearchResult(hits, parsed.plan(), query, compiled, warnings)
+    def _snippets(self, parsed: ParsedQuery, message_ids: list[int]) -> dict[int, str]:
+        return self._read(lambda c: snippets_for(c, self._s, parsed, message_ids))
+
+    def _query_failed(self, error: StoreError) -> bool:
+        return error.__cause__ is not None and not isinstance(error.__cause__, _UNAVAILABLE)
 
     def windows(
         self, anchors: Sequence[int], *, window: int = 5, bookend: int = 3
@@ -469,7 +387,7 @@ class PostgresSessionStore(SessionStore):
         )
 
     # ------------------------------------------------------------------ lineage
-    def _parents(self, cur: Cursor, session_ids: list[str]) -> dict[str, str | None]:
+    def _parent_map(self, session_ids: list[str]) -> dict[str, str | None]:
         query = self._q("""
         WITH RECURSIVE up(id, parent, depth) AS (
             SELECT id, parent_session_id, 0 FROM {s}.sessions WHERE id = ANY(%s)
@@ -477,13 +395,8 @@ class PostgresSessionStore(SessionStore):
             FROM up JOIN {s}.sessions s ON s.id = up.parent WHERE up.depth < 10000)
         SELECT DISTINCT id, parent FROM up
         """)
-        return {row[0]: row[1] for row in cur.execute(query, (session_ids,))}
-
-    def lineage_roots(self, session_ids: Iterable[str]) -> dict[str, str]:
-        """Map each known session id to its lineage root (one recursive query)."""
-        wanted = list(dict.fromkeys(session_ids))
-        parents = self._read(lambda c: self._parents(c, wanted))
-        return {sid: walk_to_root(sid, parents) for sid in wanted if sid in parents}
+        rows = self._read(lambda c: c.execute(query, (session_ids,)).fetchall())
+        return {row[0]: row[1] for row in rows}
 
     def children(self, session_id: str) -> list[SessionRecord]:
         """Direct children, oldest first."""
@@ -555,7 +468,7 @@ class PostgresSessionStore(SessionStore):
 
     def forget_user(self, user_id: str) -> int:
         """Delete every session and message of a user."""
-        resolve_user(self.user_id, user_id)
+        self._user(user_id)
 
         def do(cur: Cursor) -> int:
             ids = "SELECT id FROM {s}.sessions WHERE user_id = %s"
@@ -587,20 +500,9 @@ class PostgresSessionStore(SessionStore):
         user = self._user(user_id)
         return self._read(lambda c: export_sessions(c, self._s, out, session_ids, user))
 
-    def import_jsonl(
-        self, lines: Iterable[str], *, on_conflict: Literal["skip", "replace", "error"] = "skip"
+    def _import_entries(
+        self, entries: list[tuple[SessionRecord, list[MessageRecord]]], on_conflict: str
     ) -> ImportReport:
-        """Import an export exactly (ids, timestamps, counters, metadata)."""
-        grouped: dict[str, tuple[SessionRecord, list[MessageRecord]]] = {}
-        for line in lines:
-            if line.strip():
-                session, message = parse_export_line(line)
-                entry = grouped.setdefault(session.id, (session, []))
-                if message is not None:
-                    entry[1].append(message)
-        for session, _ in grouped.values():
-            resolve_user(self.user_id, session.user_id)
-        entries = list(grouped.values())
         return self._run(lambda c: import_sessions(c, self._s, entries, on_conflict))
 
     # ------------------------------------------------------------------ maintenance

@@ -16,12 +16,12 @@ from memoryport.storage.sessions.base import (
     SessionRecord,
     export_line,
 )
+from memoryport.storage.sessions.helpers import MESSAGE_INSERT_COLUMNS
 from memoryport.storage.sessions.postgres_sql import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
-    dump_json,
-    encode_text,
     message_from_row,
+    message_values,
     session_from_row,
     session_values,
 )
@@ -106,9 +106,7 @@ def import_sessions(
     session_cols = SESSION_COLUMNS.replace("s.", "")
     message_cols = MESSAGE_COLUMNS.replace("m.", "")
     insert_with_id = q(f"INSERT INTO {{s}}.messages ({message_cols}) VALUES ({_ph(10)})")
-    insert_new_id = q(
-        f"INSERT INTO {{s}}.messages ({message_cols.replace('id, ', '', 1)}) VALUES ({_ph(9)})"
-    )
+    insert_new_id = q(f"INSERT INTO {{s}}.messages ({MESSAGE_INSERT_COLUMNS}) VALUES ({_ph(9)})")
     deferred: list[MessageRecord] = []
     for session, items in entries:
         exists = cur.execute(q("SELECT 1 FROM {s}.sessions WHERE id = %s"), (session.id,))
@@ -133,32 +131,17 @@ def import_sessions(
             if taken:
                 deferred.append(m)
             else:
-                cur.execute(insert_with_id, (m.id, *_message_values(m)))
+                cur.execute(insert_with_id, (m.id, *message_values(m.session_id, m, m.timestamp)))
         imported += 1
         messages += len(items)
     _advance_sequence(cur, schema)
     for m in deferred:  # ids already used: take fresh ones past every imported id
-        cur.execute(insert_new_id, _message_values(m))
+        cur.execute(insert_new_id, message_values(m.session_id, m, m.timestamp))
     return ImportReport(imported, skipped, messages)
 
 
 def _ph(count: int) -> str:
     return ", ".join(["%s"] * count)
-
-
-def _message_values(m: MessageRecord) -> tuple[Any, ...]:
-    """Values for ``MESSAGE_COLUMNS`` minus ``id``, ready to insert."""
-    return (
-        m.session_id,
-        m.role,
-        encode_text(m.content),
-        m.timestamp,
-        m.tool_name,
-        dump_json(m.tool_calls),
-        m.tool_call_id,
-        encode_text(m.reasoning),
-        dump_json(m.metadata),
-    )
 
 
 def _advance_sequence(cur: Cursor, schema: sql.Identifier) -> None:

@@ -200,6 +200,16 @@ def m003_session_browse_indexes(cur: Cursor, schema: sql.Identifier) -> None:
         cur.execute(sql.SQL(statement).format(s=schema))
 
 
+@_migration
+def m004_session_title_index(cur: Cursor, schema: sql.Identifier) -> None:
+    """An index for discover's exact session-title match (trimmed, case-insensitive)."""
+    cur.execute(
+        sql.SQL("CREATE INDEX sessions_title ON {s}.sessions (lower(btrim(title)))").format(
+            s=schema
+        )
+    )
+
+
 def _trigram_ops(cur: Cursor) -> sql.Composable | None:
     """Create ``pg_trgm`` if possible; return its ``gin_trgm_ops`` operator class or None."""
     try:

@@ -36,7 +36,7 @@ from memoryport.storage.sessions.postgres_sql import (
 from memoryport.storage.sessions.query import ParsedQuery, iter_terms, make_snippet
 from memoryport.storage.sessions.temporal import RERANK_DEPTH, TimeHint, rerank, time_hint
 
-__all__ = ["fetch_windows", "run_search"]
+__all__ = ["fetch_windows", "run_search", "snippets_for"]
 
 Cursor = psycopg.Cursor[Any]
 
@@ -56,17 +56,59 @@ def run_search(
     sort: SortOrder,
     limit: int,
     offset: int,
+    snippets: bool = True,
 ) -> tuple[list[SearchHit], str]:
-    """Run a parsed query; return the hits and the compiled expression."""
+    """Run a parsed query; return the hits and the compiled expression.
+
+    ``snippets=False`` leaves every snippet empty (see :func:`snippets_for`).
+    """
     plan = parsed.plan()
     if parsed.root is None or plan == "empty":
         return [], ""
     hint = time_hint(parsed.raw) if sort == "relevance" and plan != "like" else TimeHint((), False)
     if hint:  # re-rank the top candidates by time hints, then page (as SQLite does)
         depth = max(offset + limit, RERANK_DEPTH)
-        hits, compiled = _search(cur, schema, parsed, plan, scope, sort, depth, 0)
+        hits, compiled = _search(cur, schema, parsed, plan, scope, sort, depth, 0, snippets)
         return _time_rerank(hits, hint)[offset : offset + limit], compiled
-    return _search(cur, schema, parsed, plan, scope, sort, limit, offset)
+    return _search(cur, schema, parsed, plan, scope, sort, limit, offset, snippets)
+
+
+def snippets_for(
+    cur: Cursor, schema: sql.Identifier, parsed: ParsedQuery, ids: Sequence[int]
+) -> dict[int, str]:
+    """Snippets of ``ids`` for ``parsed`` (``ts_headline`` for FTS, else marked by hand)."""
+    plan = parsed.plan()
+    if parsed.root is None or plan == "empty" or not ids:
+        return {}
+    needles = [t.text for t in iter_terms(parsed.root, negated=False)]
+    compiled = _tsquery(cur, schema, parsed) if plan == "fts" else ""
+    query = sql.SQL(
+        "SELECT m.id, m.content, ts_headline({cfg}, m.content, CAST(%s AS tsquery), %s)"
+        " FROM {s}.messages m WHERE m.id = ANY(%s)"
+    ).format(cfg=ts_config(schema), s=schema)
+    out = {}
+    for message_id, content, headline in cur.execute(
+        query, (compiled, _HEADLINE_OPTIONS, list(ids))
+    ):
+        text = decode_text(headline) or "" if compiled else ""
+        out[int(message_id)] = (
+            text if ">>>" in text else make_snippet(decode_text(content) or "", needles)
+        )
+    return out
+
+
+def _tsquery(cur: Cursor, schema: sql.Identifier, parsed: ParsedQuery) -> str:
+    """The normalised tsquery text ("" when only stopwords or negations remain)."""
+    assert parsed.root is not None
+    row = cur.execute(
+        sql.SQL("SELECT q::text, querytree(q) FROM to_tsquery({cfg}, %s) AS q").format(
+            cfg=ts_config(schema)
+        ),
+        (compile_tsquery(parsed.root),),
+    ).fetchone()
+    if row is None or not row[0] or row[1] == "T":
+        return ""
+    return str(row[0])
 
 
 def _time_rerank(hits: list[SearchHit], hint: TimeHint) -> list[SearchHit]:
@@ -88,10 +130,11 @@ def _search(
     sort: SortOrder,
     limit: int,
     offset: int,
+    snippets: bool,
 ) -> tuple[list[SearchHit], str]:
     assert parsed.root is not None
     if plan == "fts":
-        return _fts_search(cur, schema, parsed, scope, sort, limit, offset)
+        return _fts_search(cur, schema, parsed, scope, sort, limit, offset, snippets)
     where, params = compile_ilike(parsed.root, "m.content")
     if plan == "trigram":
         where = f"m.content ~ {_quote(CJK_REGEX)} AND {where}"
@@ -114,7 +157,8 @@ def _search(
     hits = []
     for row in rows:
         message = message_from_row(row)
-        hits.append(_hit(message, row, make_snippet(message.content, needles), float(row[15])))
+        snippet = make_snippet(message.content, needles) if snippets else ""
+        hits.append(_hit(message, row, snippet, float(row[15])))
     return hits, where
 
 
@@ -152,21 +196,14 @@ def _fts_search(
     sort: SortOrder,
     limit: int,
     offset: int,
+    snippets: bool,
 ) -> tuple[list[SearchHit], str]:
-    assert parsed.root is not None
-    source = compile_tsquery(parsed.root)
-    row = cur.execute(
-        sql.SQL("SELECT q::text, querytree(q) FROM to_tsquery({cfg}, %s) AS q").format(
-            cfg=ts_config(schema)
-        ),
-        (source,),
-    ).fetchone()
-    compiled = row[0] if row else ""
-    if not compiled or row is None or row[1] == "T":
+    compiled = _tsquery(cur, schema, parsed)
+    if not compiled:
         return [], compiled
     order = _order(sort, "score")
     query = sql.SQL(
-        "SELECT page.*, ts_headline({cfg}, page.content, %s::tsquery, %s) FROM ("
+        "SELECT page.*, {headline} FROM ("
         " SELECT {cols}, ts_rank_cd(m.tsv, q, 1) AS score"
         " FROM {s}.messages m JOIN {s}.sessions s ON s.id = m.session_id,"
         " CAST(%s AS tsquery) AS q"
@@ -179,14 +216,20 @@ def _fts_search(
         order=sql.SQL(order),
         cfg=ts_config(schema),
         outer=sql.SQL(order.replace("m.id", "page.id")),
+        headline=sql.SQL(
+            "ts_headline({cfg}, page.content, %s::tsquery, %s)" if snippets else "NULL"
+        ).format(cfg=ts_config(schema)),
     )
-    params = [compiled, _HEADLINE_OPTIONS, compiled, *scope[1], limit, offset]
+    headline_params = [compiled, _HEADLINE_OPTIONS] if snippets else []
+    params = [*headline_params, compiled, *scope[1], limit, offset]
+    assert parsed.root is not None
     needles = [t.text for t in iter_terms(parsed.root, negated=False)]
     hits = []
     for found in cur.execute(query, params).fetchall():
         message = message_from_row(found)
         headline = decode_text(found[16]) or ""
         snippet = headline if ">>>" in headline else make_snippet(message.content, needles)
+        snippet = snippet if snippets else ""
         score = float(found[15]) if sort == "relevance" else 0.0
         hits.append(_hit(message, found, snippet, score))
     return hits, compiled

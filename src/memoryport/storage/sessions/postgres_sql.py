@@ -9,16 +9,17 @@ characters, so every string round-trips exactly. JSON columns need no escape:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from psycopg import sql
 
-from memoryport.storage.sessions.base import MessageRecord, SessionRecord
+from memoryport.storage.sessions import helpers
+from memoryport.storage.sessions.helpers import MESSAGE_COLUMNS, SESSION_COLUMNS, dump_json
 from memoryport.storage.sessions.postgres_migrations import fold_text
 from memoryport.storage.sessions.query import Node, Not, Or, Term
+from memoryport.storage.sessions.records import MessageInput, MessageRecord, SessionRecord
 
 __all__ = [
     "MESSAGE_COLUMNS",
@@ -29,23 +30,11 @@ __all__ = [
     "encode_text",
     "escape_like",
     "message_from_row",
+    "message_values",
     "scope_sql",
     "session_from_row",
+    "session_values",
 ]
-
-MESSAGE_COLUMNS = (
-    "m.id, m.session_id, m.role, m.content, m.timestamp, m.tool_name, m.tool_calls, "
-    "m.tool_call_id, m.reasoning, m.metadata"
-)
-"""Select list matching :func:`message_from_row` (``messages`` aliased ``m``)."""
-
-SESSION_COLUMNS = (
-    "s.id, s.source, s.user_id, s.model, s.title, s.parent_session_id, s.started_at, "
-    "s.ended_at, s.end_reason, s.last_active_at, s.message_count, s.tool_call_count, "
-    "s.input_tokens, s.output_tokens, s.cache_read_tokens, s.cache_write_tokens, "
-    "s.reasoning_tokens, s.estimated_cost_usd, s.actual_cost_usd, s.metadata"
-)
-"""Select list matching :func:`session_from_row` (``sessions`` aliased ``s``)."""
 
 _ESC = "\ue000"
 _NUL_CODE = "\ue001"
@@ -66,43 +55,26 @@ def decode_text(value: str | None) -> str | None:
     return _DECODE.sub(lambda m: "\x00" if m.group(1) == _NUL_CODE else _ESC, value)
 
 
-def dump_json(value: Any) -> str | None:
-    """JSON text for a column, or NULL for an empty value (as the SQLite store does)."""
-    if value in (None, {}, []):
-        return None
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def message_from_row(row: Sequence[Any]) -> MessageRecord:
     """Build a ``MessageRecord`` from a row selected with ``MESSAGE_COLUMNS``."""
-    return MessageRecord(
-        id=int(row[0]),
-        session_id=row[1],
-        role=row[2],
-        content=decode_text(row[3]) or "",
-        timestamp=row[4],
-        tool_name=row[5],
-        tool_calls=json.loads(row[6]) if row[6] else None,
-        tool_call_id=row[7],
-        reasoning=decode_text(row[8]),
-        metadata=json.loads(row[9]) if row[9] else {},
-    )
+    return helpers.message_from_row(row, decode_text)
 
 
 def session_from_row(row: Sequence[Any]) -> SessionRecord:
     """Build a ``SessionRecord`` from a row selected with ``SESSION_COLUMNS``."""
-    values = list(row)
-    values[4] = decode_text(values[4]) or ""
-    values[-1] = json.loads(values[-1]) if values[-1] else {}
-    return SessionRecord(*values)
+    return helpers.session_from_row(row, decode_text)
 
 
 def session_values(session: SessionRecord) -> list[Any]:
     """Column values of ``session`` in ``SESSION_COLUMNS`` order, ready to insert."""
-    values = list(session.to_dict().values())
-    values[4] = encode_text(values[4])
-    values[-1] = dump_json(values[-1])
-    return values
+    return helpers.session_values(session, encode_text)
+
+
+def message_values(
+    session_id: str, message: MessageInput | MessageRecord, now: float
+) -> tuple[Any, ...]:
+    """Insert values for ``MESSAGE_COLUMNS`` minus ``id``, NUL-escaped."""
+    return helpers.message_values(session_id, message, now, encode_text)
 
 
 def scope_sql(

@@ -16,13 +16,15 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Any, Literal, TypeVar
+from typing import IO, Any, TypeVar
 
-from memoryport.errors import SessionNotFound, StoreError, ToolArgumentError
+from memoryport.errors import SessionNotFound, StoreError
 from memoryport.storage.sessions import migrations
-from memoryport.storage.sessions._sqlite_io import group_export_lines, import_entries
+from memoryport.storage.sessions._sqlite_io import export_sessions, import_entries
 from memoryport.storage.sessions._sqlite_rows import (
+    INSERT_SESSION,
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
     dump_json,
@@ -31,29 +33,28 @@ from memoryport.storage.sessions._sqlite_rows import (
     scope_sql,
     session_from_row,
 )
-from memoryport.storage.sessions._sqlite_search import fetch_windows, run_search
+from memoryport.storage.sessions._sqlite_search import fetch_windows, run_search, snippets_for
 from memoryport.storage.sessions.base import (
     DEFAULT_HIDDEN_SOURCES,
     ImportReport,
-    MatchMode,
     MessageInput,
     MessageRecord,
     MessageWindow,
     SearchHit,
-    SearchResult,
+    SearchScope,
     SessionRecord,
     SessionStore,
     SessionSummary,
     SortOrder,
     check_session_fields,
     coerce_message,
-    export_line,
-    new_session_id,
-    resolve_user,
-    visible_sources,
-    walk_to_root,
 )
-from memoryport.storage.sessions.query import ParsedQuery, has_cjk, parse_query
+from memoryport.storage.sessions.helpers import (
+    MESSAGE_INSERT_COLUMNS,
+    message_values,
+    session_values,
+)
+from memoryport.storage.sessions.query import ParsedQuery, has_cjk
 
 __all__ = ["SQLiteSessionStore"]
 
@@ -62,6 +63,13 @@ T = TypeVar("T")
 
 _WAL_WARNED: set[str] = set()
 _WRITE_TRIES = 15
+# Batched appends index the word FTS in one statement (see migrations.m005_bulk_fts_insert).
+_BULK_ON = "INSERT INTO meta(key, value) VALUES ('fts_bulk_insert', '1')"
+_BULK_OFF = "DELETE FROM meta WHERE key = 'fts_bulk_insert'"
+_BULK_INDEX = (
+    "INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)"
+    " SELECT id, content, tool_name, tool_calls FROM messages WHERE id > ? AND id <= ?"
+)
 
 
 class SQLiteSessionStore(SessionStore):
@@ -189,17 +197,6 @@ class SQLiteSessionStore(SessionStore):
             except sqlite3.Error as exc:
                 raise StoreError(f"session database read failed: {exc}") from exc
 
-    def _user(self, user_id: str | None) -> str | None:
-        return resolve_user(self.user_id, user_id)
-
-    def _visible(
-        self, sources: Sequence[str] | None, exclude: Sequence[str] | None
-    ) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
-        if exclude is None:
-            include = tuple(sources) if sources else None
-            return include, tuple(s for s in self.hidden_sources if not include or s not in include)
-        return visible_sources(sources, exclude)
-
     # ------------------------------------------------------------------ lifecycle
     def schema_version(self) -> int:
         """Number of applied migrations."""
@@ -219,60 +216,23 @@ class SQLiteSessionStore(SessionStore):
                     self._conn = None
 
     # ------------------------------------------------------------------ sessions
-    def create_session(
-        self,
-        session_id: str | None = None,
-        *,
-        source: str = "cli",
-        user_id: str | None = None,
-        model: str = "",
-        title: str = "",
-        parent_session_id: str | None = None,
-        started_at: float | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> SessionRecord:
-        """Create a session; see :meth:`SessionStore.create_session`."""
-        sid = session_id or new_session_id()
-        user = self._user(user_id)
-        started = time.time() if started_at is None else started_at
-
+    def _insert_session(self, draft: SessionRecord) -> SessionRecord:
         def do(conn: sqlite3.Connection) -> None:
-            owner = user
-            if parent_session_id:
+            values = session_values(draft)
+            if draft.parent_session_id:
                 row = conn.execute(
-                    "SELECT user_id FROM sessions WHERE id = ?", (parent_session_id,)
+                    "SELECT user_id FROM sessions WHERE id = ?", (draft.parent_session_id,)
                 ).fetchone()
                 if row is None:
-                    raise SessionNotFound(f"unknown parent session {parent_session_id!r}")
-                owner = owner or row[0]
+                    raise SessionNotFound(f"unknown parent session {draft.parent_session_id!r}")
+                values[2] = values[2] or row[0]
             try:
-                conn.execute(
-                    "INSERT INTO sessions (id, source, user_id, model, title, parent_session_id,"
-                    " started_at, last_active_at, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
-                    (
-                        sid,
-                        source,
-                        owner,
-                        model,
-                        title,
-                        parent_session_id or None,
-                        started,
-                        started,
-                        dump_json(dict(metadata or {})),
-                    ),
-                )
+                conn.execute(INSERT_SESSION, values)
             except sqlite3.IntegrityError as exc:
-                raise StoreError(f"session {sid!r} already exists") from exc
+                raise StoreError(f"session {draft.id!r} already exists") from exc
 
         self._write(do)
-        return self.get_session(sid)
-
-    def end_session(
-        self, session_id: str, *, end_reason: str = "", ended_at: float | None = None
-    ) -> SessionRecord:
-        """Mark a session ended."""
-        when = time.time() if ended_at is None else ended_at
-        return self.update_session(session_id, ended_at=when, end_reason=end_reason)
+        return self.get_session(draft.id)
 
     def update_session(self, session_id: str, **values: Any) -> SessionRecord:
         """Set session fields (see ``SESSION_UPDATABLE_FIELDS``)."""
@@ -302,27 +262,30 @@ class SQLiteSessionStore(SessionStore):
             raise SessionNotFound(f"unknown session {session_id!r}")
         return session_from_row(row)
 
-    def list_sessions(
-        self,
-        *,
-        user_id: str | None = None,
-        sources: Sequence[str] | None = None,
-        exclude_sources: Sequence[str] | None = None,
-        limit: int = 20,
-        offset: int = 0,
-        order: Literal["last_active", "started"] = "last_active",
+    def _list_sessions(
+        self, scope: SearchScope, column: str, *, limit: int, offset: int
     ) -> list[SessionSummary]:
-        """Browse recent sessions with a preview of the first user message."""
-        include, exclude = self._visible(sources, exclude_sources)
-        where, params = scope_sql(user_id=self._user(user_id), include=include, exclude=exclude)
-        column = "s.last_active_at" if order == "last_active" else "s.started_at"
+        where, params = scope_sql(**asdict(scope))
         sql = (
             f"SELECT {SESSION_COLUMNS}, (SELECT substr(content, 1, 200) FROM messages"
             " WHERE session_id = s.id AND role = 'user' ORDER BY id LIMIT 1)"
-            f" FROM sessions s WHERE 1=1{where} ORDER BY {column} DESC, s.id DESC LIMIT ? OFFSET ?"
+            f" FROM sessions s WHERE 1=1{where} ORDER BY s.{column} DESC, s.id DESC"
+            " LIMIT ? OFFSET ?"
         )
         rows = self._read(lambda c: c.execute(sql, [*params, limit, offset]).fetchall())
         return [SessionSummary(session_from_row(r[:-1]), r[-1] or "") for r in rows]
+
+    def _sessions_titled(self, title: str, scope: SearchScope, limit: int) -> list[SessionRecord]:
+        # INDEXED BY: without it the planner prefers sessions_user_active for a user-scoped
+        # store, which walks every session of that user.
+        where, params = scope_sql(**asdict(scope))
+        sql = (
+            f"SELECT {SESSION_COLUMNS} FROM sessions s INDEXED BY sessions_title"
+            f" WHERE trim(s.title) = ? COLLATE NOCASE{where}"
+            " ORDER BY s.last_active_at DESC, s.id DESC LIMIT ?"
+        )
+        rows = self._read(lambda c: c.execute(sql, [title, *params, limit]).fetchall())
+        return [session_from_row(r) for r in rows]
 
     # ------------------------------------------------------------------ messages
     def append_messages(
@@ -333,23 +296,9 @@ class SQLiteSessionStore(SessionStore):
         if not items:
             return []
         now = time.time()
-        rows = [
-            (
-                session_id,
-                m.role,
-                m.content,
-                m.tool_name,
-                dump_json(m.tool_calls),
-                m.tool_call_id,
-                m.reasoning,
-                now if m.timestamp is None else m.timestamp,
-                dump_json(m.metadata),
-                int(has_cjk(m.content)),
-            )
-            for m in items
-        ]
+        rows = [(*message_values(session_id, m, now), int(has_cjk(m.content))) for m in items]
         tool_calls = sum(len(m.tool_calls or []) for m in items)
-        last = max(r[7] for r in rows)
+        last = max(r[3] for r in rows)
 
         def do(conn: sqlite3.Connection) -> list[int]:
             updated = conn.execute(
@@ -360,14 +309,16 @@ class SQLiteSessionStore(SessionStore):
             if updated.rowcount == 0:
                 raise SessionNotFound(f"unknown session {session_id!r}")
             sql = (
-                "INSERT INTO messages (session_id, role, content, tool_name, tool_calls,"
-                " tool_call_id, reasoning, timestamp, metadata, cjk) VALUES (?,?,?,?,?,?,?,?,?,?)"
+                f"INSERT INTO messages ({MESSAGE_INSERT_COLUMNS}, cjk) VALUES (?,?,?,?,?,?,?,?,?,?)"
             )
             if len(rows) == 1:
                 return [int(conn.execute(sql, rows[0]).lastrowid or 0)]
             first = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'")
             start = (first.fetchone() or (0,))[0]
+            conn.execute(_BULK_ON)  # the word-index trigger skips the batch ...
             conn.executemany(sql, rows)
+            conn.execute(_BULK_INDEX, (start, start + len(rows)))  # ... indexed here at once
+            conn.execute(_BULK_OFF)
             return list(range(start + 1, start + 1 + len(rows)))
 
         return self._write(do)
@@ -398,60 +349,25 @@ class SQLiteSessionStore(SessionStore):
         return message_from_row(row)
 
     # ------------------------------------------------------------------ search
-    def search_messages(
+    def _run_search(
         self,
-        query: str,
+        parsed: ParsedQuery,
+        scope: SearchScope,
         *,
-        user_id: str | None = None,
-        sources: Sequence[str] | None = None,
-        exclude_sources: Sequence[str] | None = None,
-        roles: Sequence[str] | None = None,
-        session_ids: Sequence[str] | None = None,
-        sort: SortOrder = "relevance",
-        match: MatchMode = "auto",
-        limit: int = 20,
-        offset: int = 0,
-    ) -> SearchResult:
-        """Message-level full-text search; see :meth:`SessionStore.search_messages`."""
-        if sort not in ("relevance", "newest", "oldest"):
-            raise ToolArgumentError(f"sort must be relevance, newest or oldest, not {sort!r}")
-        include, exclude = self._visible(sources, exclude_sources)
-        scope = scope_sql(
-            user_id=self._user(user_id),
-            include=include,
-            exclude=exclude,
-            roles=roles,
-            session_ids=session_ids,
-        )
-        combine = "all" if match == "all" or (match == "auto" and sort != "relevance") else "any"
-        parsed = parse_query(query, combine=combine)
-        warnings = list(parsed.warnings)
-        if parsed.root is None:
-            warnings.append("the query has no searchable words")
-
-        def run(p: ParsedQuery) -> tuple[list[SearchHit], str]:
-            return self._read(
-                lambda c: run_search(c, p, scope=scope, sort=sort, limit=limit, offset=offset)
+        sort: SortOrder,
+        limit: int,
+        offset: int,
+        snippets: bool,
+    ) -> tuple[list[SearchHit], str]:
+        where = scope_sql(**asdict(scope))
+        return self._read(
+            lambda c: run_search(
+                c, parsed, scope=where, sort=sort, limit=limit, offset=offset, snippets=snippets
             )
+        )
 
-        try:
-            hits, compiled = run(parsed)
-            if not hits and combine == "all" and match == "auto" and len(parsed.terms) > 1:
-                hits, compiled = run(parsed.plain("any"))
-                if hits:
-                    parsed = parsed.plain("any")
-                    warnings.append("no message has every word; showing messages with any")
-        except StoreError as first:
-            if first.__cause__ is None:  # unavailable, not a query problem
-                raise
-            plain = parsed.plain("any")
-            warnings.append(f"search failed ({first.__cause__}); retried with the plain terms")
-            try:
-                hits, compiled = run(plain)
-            except StoreError as second:
-                raise StoreError(f"search failed for {query!r}: {second.__cause__}") from second
-            parsed = plain
-        return SearchResult(hits, parsed.plan(), query, compiled, warnings)
+    def _snippets(self, parsed: ParsedQuery, message_ids: list[int]) -> dict[int, str]:
+        return self._read(lambda c: snippets_for(c, parsed, message_ids))
 
     def windows(
         self, anchors: Sequence[int], *, window: int = 5, bookend: int = 3
@@ -464,9 +380,7 @@ class SQLiteSessionStore(SessionStore):
         )
 
     # ------------------------------------------------------------------ lineage
-    def _parents(
-        self, conn: sqlite3.Connection, session_ids: Iterable[str]
-    ) -> dict[str, str | None]:
+    def _parent_map(self, session_ids: list[str]) -> dict[str, str | None]:
         sql = """
         WITH RECURSIVE up(id, parent, depth) AS (
             SELECT id, parent_session_id, 0 FROM sessions
@@ -475,13 +389,8 @@ class SQLiteSessionStore(SessionStore):
             FROM up JOIN sessions s ON s.id = up.parent WHERE up.depth < 10000)
         SELECT DISTINCT id, parent FROM up
         """
-        return dict(conn.execute(sql, (json.dumps(list(session_ids)),)).fetchall())
-
-    def lineage_roots(self, session_ids: Iterable[str]) -> dict[str, str]:
-        """Map each known session id to its lineage root (one recursive query)."""
-        wanted = list(dict.fromkeys(session_ids))
-        parents = self._read(lambda c: self._parents(c, wanted))
-        return {sid: walk_to_root(sid, parents) for sid in wanted if sid in parents}
+        rows = self._read(lambda c: c.execute(sql, (json.dumps(session_ids),)).fetchall())
+        return dict(rows)
 
     def children(self, session_id: str) -> list[SessionRecord]:
         """Direct children, oldest first."""
@@ -546,7 +455,7 @@ class SQLiteSessionStore(SessionStore):
 
     def forget_user(self, user_id: str) -> int:
         """Delete every session and message of a user."""
-        resolve_user(self.user_id, user_id)
+        self._user(user_id)
 
         def do(conn: sqlite3.Connection) -> int:
             ids = "SELECT id FROM sessions WHERE user_id = ?"
@@ -570,31 +479,12 @@ class SQLiteSessionStore(SessionStore):
         user_id: str | None = None,
     ) -> int:
         """Write sessions as JSONL, one message per line; return lines written."""
-        where, params = scope_sql(user_id=self._user(user_id), include=None, exclude=())
-        if session_ids is not None:
-            where += " AND s.id IN (SELECT value FROM json_each(?))"
-            params.append(json.dumps(list(session_ids)))
-        sql = (
-            f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE 1=1{where} ORDER BY s.started_at, s.id"
-        )
-        sessions = [
-            session_from_row(r) for r in self._read(lambda c: c.execute(sql, params).fetchall())
-        ]
-        lines = 0
-        for session in sessions:
-            messages: list[MessageRecord | None] = list(self.get_messages(session.id))
-            for message in messages or [None]:
-                out.write(export_line(session, message) + "\n")
-                lines += 1
-        return lines
+        user = self._user(user_id)
+        return self._read(lambda c: export_sessions(c, out, session_ids, user))
 
-    def import_jsonl(
-        self, lines: Iterable[str], *, on_conflict: Literal["skip", "replace", "error"] = "skip"
+    def _import_entries(
+        self, entries: list[tuple[SessionRecord, list[MessageRecord]]], on_conflict: str
     ) -> ImportReport:
-        """Import an export exactly (ids, timestamps, counters, metadata)."""
-        entries = group_export_lines(lines)
-        for session, _ in entries:
-            resolve_user(self.user_id, session.user_id)
         return self._write(lambda c: import_entries(c, entries, on_conflict))
 
     # ------------------------------------------------------------------ maintenance

@@ -1,0 +1,228 @@
+"""The frozen records every session store returns, and the type aliases of its interface.
+
+Re-exported by :mod:`memoryport.storage.sessions.base`; import them from there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "DEFAULT_HIDDEN_SOURCES",
+    "KNOWN_SOURCES",
+    "SESSION_UPDATABLE_FIELDS",
+    "ImportReport",
+    "MatchMode",
+    "MessageInput",
+    "MessageRecord",
+    "MessageWindow",
+    "SearchHit",
+    "SearchResult",
+    "SearchScope",
+    "SessionRecord",
+    "SessionSummary",
+    "SortOrder",
+]
+
+SortOrder: TypeAlias = Literal["relevance", "newest", "oldest"]
+"""How ``search_messages`` orders hits: BM25 rank, or message time either way."""
+
+MatchMode: TypeAlias = Literal["auto", "all", "any"]
+"""How plain terms combine: ``all`` (AND), ``any`` (OR, ranked by BM25), or ``auto``.
+
+``auto``: explicit syntax (quotes, AND/OR/NOT, ``foo*``) is honoured as written; plain
+natural-language terms are ORed (stopwords dropped) for ``sort="relevance"`` and ANDed
+for chronological sorts, falling back to OR when AND finds nothing.
+"""
+
+KNOWN_SOURCES: tuple[str, ...] = (
+    "cli",
+    "api",
+    "mcp",
+    "telegram",
+    "discord",
+    "slack",
+    "web",
+    "tool",
+    "cron",
+    "subagent",
+    "import",
+)
+"""Source tags memoryport knows about. Other strings are accepted as-is."""
+
+DEFAULT_HIDDEN_SOURCES: tuple[str, ...] = ("tool", "subagent")
+"""Sources hidden from search and browse unless a caller asks for them explicitly."""
+
+SESSION_UPDATABLE_FIELDS: frozenset[str] = frozenset(
+    {
+        "title",
+        "model",
+        "ended_at",
+        "end_reason",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+        "tool_call_count",
+        "estimated_cost_usd",
+        "actual_cost_usd",
+        "metadata",
+    }
+)
+"""Fields ``SessionStore.update_session`` accepts."""
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """One conversation session as stored.
+
+    ``parent_session_id`` links compression continuations, branches and resumes into a
+    lineage tree; ``last_active_at`` is the timestamp of the newest message (or the start).
+    """
+
+    id: str
+    source: str
+    user_id: str | None = None
+    model: str = ""
+    title: str = ""
+    parent_session_id: str | None = None
+    started_at: float = 0.0
+    ended_at: float | None = None
+    end_reason: str = ""
+    last_active_at: float = 0.0
+    message_count: int = 0
+    tool_call_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    estimated_cost_usd: float | None = None
+    actual_cost_usd: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict of every field."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    """One stored message: a real transcript line, never a summary."""
+
+    id: int
+    session_id: str
+    role: str
+    content: str
+    timestamp: float
+    tool_name: str | None = None
+    tool_calls: list[Any] | None = None
+    tool_call_id: str | None = None
+    reasoning: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self, *, compact: bool = False) -> dict[str, Any]:
+        """Return a JSON-ready dict; ``compact`` drops empty optional fields."""
+        data = asdict(self)
+        if compact:
+            data = {k: v for k, v in data.items() if v not in (None, {}, [])}
+        return data
+
+
+@dataclass(frozen=True)
+class MessageInput:
+    """A message to append. ``timestamp`` defaults to now; ``tool_calls`` is any JSON list."""
+
+    role: str
+    content: str = ""
+    tool_name: str | None = None
+    tool_calls: list[Any] | None = None
+    tool_call_id: str | None = None
+    reasoning: str | None = None
+    timestamp: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """A browse row: the session plus a short preview of its first user message."""
+
+    session: SessionRecord
+    preview: str = ""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One ranked message from ``search_messages``.
+
+    ``score`` is larger-is-better within one result (negated BM25 for FTS plans, 0 for
+    LIKE); ``snippet`` marks matches with ``>>>``/``<<<``.
+    """
+
+    message: MessageRecord
+    snippet: str
+    score: float
+    source: str
+    model: str
+    session_started: float
+    session_title: str = ""
+    parent_session_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Hits plus how they were found.
+
+    ``plan`` is one of ``fts`` (word index), ``trigram`` (substring/CJK index), ``like``
+    (short CJK scan), ``empty`` (the query had no searchable terms). ``warnings`` says
+    when the query was rewritten or fell back, so nothing degrades silently.
+    """
+
+    hits: list[SearchHit]
+    plan: str
+    query: str
+    compiled: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MessageWindow:
+    """Messages around an anchor plus the session's first and last messages.
+
+    ``messages`` is in id order and contains the anchor; ``bookend_start``/``bookend_end``
+    never overlap ``messages``; ``messages_before``/``messages_after`` count the messages
+    of the session not shown on each side of the window.
+    """
+
+    session_id: str
+    anchor_id: int
+    messages: list[MessageRecord]
+    bookend_start: list[MessageRecord] = field(default_factory=list)
+    bookend_end: list[MessageRecord] = field(default_factory=list)
+    messages_before: int = 0
+    messages_after: int = 0
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What ``import_jsonl`` did: counts of sessions and messages written or skipped."""
+
+    sessions_imported: int = 0
+    sessions_skipped: int = 0
+    messages_imported: int = 0
+
+
+@dataclass(frozen=True)
+class SearchScope:
+    """Who and what a search may see, resolved by the store before it runs any SQL.
+
+    ``include`` is ``None`` for every source; ``exclude`` lists hidden sources.
+    """
+
+    user_id: str | None = None
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    roles: tuple[str, ...] | None = None
+    session_ids: tuple[str, ...] | None = None
