@@ -279,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         args.workdir.mkdir(parents=True, exist_ok=True)
         results = [run_size(n, args.queries, args.workdir, reuse=True) for n in sizes]
     else:
+        if args.workdir is not None:
+            args.workdir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
             results = [run_size(n, args.queries, Path(tmp)) for n in sizes]
     report = {"sqlite_version": __import__("sqlite3").sqlite_version, "sizes": results}
