@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,8 @@ def main() -> None:
         for name, view in memory.health().items():
             prefetch = view["hooks"].get("prefetch", {})
             print(f"- {name}: breaker={view['breaker']['state']} prefetch={prefetch}")
-    print(f"\nMemory home: {home}  (inspect it with: memoryport --home {home} status)")
+    cli = Path(sys.executable).parent / "memoryport"
+    print(f"\nMemory home: {home}\nInspect it with: {cli} --home {home} status")
 
 
 if __name__ == "__main__":
