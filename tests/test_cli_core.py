@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import warnings
 from pathlib import Path
 
 import pytest
@@ -84,9 +85,21 @@ def test_config_set_errors_are_clean(home: Path) -> None:
 def test_config_warns_on_unknown_keys(home: Path) -> None:
     home.mkdir(parents=True)
     (home / "config.yaml").write_text("memory:\n  provder: x\n")
-    with pytest.warns(UserWarning, match="memory.provder"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing may escape as a Python warning
         result = run("config", "get", "memory.provider")
-    assert result.exit_code == 0
+    assert result.exit_code == 0 and result.stdout.strip() == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, lines  # once per command, one clean line
+    assert lines[0].startswith("warning: ") and "unknown key 'memory.provder' ignored" in lines[0]
+    assert "ConfigWarning" not in result.stderr
+
+
+def test_doctor_reports_an_unknown_key_once(home: Path) -> None:
+    home.mkdir(parents=True)
+    (home / "config.yaml").write_text("memory:\n  provder: x\n")
+    result = CliRunner().invoke(main, ["doctor"])
+    assert result.output.count("memory.provder") == 1
 
 
 # ----------------------------------------------------------------- providers

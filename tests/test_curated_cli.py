@@ -25,7 +25,7 @@ def _run(home: Path, *args: str, input: str | None = None) -> Result:
 def test_add_list_replace_remove_round_trip(home: Path) -> None:
     added = _run(home, "add", "Project uses pytest.")
     assert added.exit_code == 0, added.output
-    assert "Entry added. memory: 0% - 20/2,200 chars, 1 entries" in added.output
+    assert "Entry added. memory: 0% - 20/2,200 chars, 1 entry" in added.output
     assert _run(home, "add", "--target", "user", "User prefers tea.").exit_code == 0
 
     listing = _run(home, "list")

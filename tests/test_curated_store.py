@@ -78,8 +78,27 @@ def test_budget_counts_delimiters(tmp_path: Path) -> None:
 def test_over_capacity_replace_is_refused(tmp_path: Path) -> None:
     store = CuratedMemory(tmp_path, memory_char_limit=40)
     store.add("memory", "short fact")
-    with pytest.raises(MemoryStoreError, match=r"Replacement would put MEMORY\.md at 60/40"):
-        store.replace("memory", "short", "x" * 60)
+    store.add("memory", "other fact")
+    with pytest.raises(MemoryStoreError, match=r"Replacement would put MEMORY\.md at 48/40"):
+        store.replace("memory", "short", "x" * 35)
+    assert store.entries("memory") == ["short fact", "other fact"]
+
+
+def test_an_entry_larger_than_the_whole_budget_says_shorten_or_split(tmp_path: Path) -> None:
+    store = CuratedMemory(tmp_path, memory_char_limit=40)
+    store.add("memory", "short fact")
+    for write in (
+        lambda: store.add("memory", "a" * 60),
+        lambda: store.replace("memory", "short", "x" * 60),
+        lambda: store.apply_batch("memory", [{"action": "add", "content": "b" * 60}]),
+    ):
+        with pytest.raises(MemoryStoreError) as info:
+            write()
+        message = str(info.value)
+        assert "This entry (60 chars) is larger than the whole MEMORY.md budget (40 chars)" in (
+            message
+        )
+        assert "shorten it or split it" in message.lower() and "Consolidate" not in message
     assert store.entries("memory") == ["short fact"]
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
-from memoryport.cli import main
+from memoryport.cli import _common, main
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
 
 
@@ -66,3 +67,55 @@ def test_export_import_forget_rebuild(tmp_path: Path) -> None:
     assert code == 0 and "verified" in out
     code, out = _run(tmp_path / "b", "forget", "--yes")
     assert code == 2 and "exactly one" in out
+
+
+def test_forget_and_export_of_missing_things_exit_1(tmp_path: Path) -> None:
+    _seed(tmp_path)
+    code, out = _run(tmp_path, "forget", "--message", "1234", "--yes")
+    assert code == 1 and "no message 1234" in out and "deleted" not in out
+    code, out = _run(tmp_path, "forget", "--session", "nope", "--yes")
+    assert code == 1 and "no session 'nope'" in out
+    code, out = _run(tmp_path, "export", "--session", "nope")
+    assert code == 1 and "no session 'nope'" in out and "exported" not in out
+    code, out = _run(tmp_path, "forget", "--message", "1", "--yes")
+    assert code == 0 and "deleted message 1 (1 message)" in out
+    code, out = _run(tmp_path, "export", "--session", "s1")
+    assert code == 0 and "exported 1 line\n" in out  # the one message left
+
+
+def test_import_errors_name_the_line(tmp_path: Path) -> None:
+    _seed(tmp_path / "a")
+    dump = tmp_path / "dump.jsonl"
+    assert _run(tmp_path / "a", "export", "-o", str(dump))[0] == 0
+    good = dump.read_text().splitlines()
+    dump.write_text("\n".join([good[0], '{"sessions": {}}', *good[1:]]) + "\n")
+    code, out = _run(tmp_path / "b", "import", str(dump))
+    assert code == 1
+    assert "line 2: not a memoryport session export line" in out and '"session"' in out
+    dump.write_text(good[0] + "\n\nnot json\n")
+    code, out = _run(tmp_path / "b", "import", str(dump))
+    assert code == 1 and "line 3: not valid JSON" in out
+
+
+def test_rebuild_index_json_and_hit_grammar(tmp_path: Path) -> None:
+    _seed(tmp_path)
+    code, out = _run(tmp_path, "rebuild-index", "--json")
+    assert code == 0 and json.loads(out) == {"rebuilt": True, "verified": True}
+    code, out = _run(tmp_path, "search", "friday")
+    assert code == 0 and "1 hit (" in out
+
+
+def test_session_ids_are_never_truncated_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    long_id = "20261122_015627_0123abcd"
+    store = SQLiteSessionStore(tmp_path / "state.db")
+    store.create_session(long_id, source="cli", title="A fairly long title " * 4)
+    store.append_message(long_id, {"role": "user", "content": "lisbon " * 40})
+    store.close()
+    monkeypatch.setattr(_common, "is_terminal", lambda: True)
+    for args in (("list",), ("search", "lisbon")):
+        result = CliRunner().invoke(
+            main, ["sessions", *args, "--home", str(tmp_path)], env={"COLUMNS": "80"}
+        )
+        assert result.exit_code == 0 and long_id in result.output, result.output

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -270,3 +272,26 @@ def test_batched_append_indexes_in_bulk_and_leaves_no_flag(tmp_path: Path) -> No
     store.check_index()
     assert len(store.search_messages("okapi", limit=100).hits) == 50
     store.close()
+
+
+def test_a_new_database_is_private_and_tilde_is_expanded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.chdir(tmp_path)
+    store = SQLiteSessionStore("~/mp/state.db")
+    store.create_session("s1")
+    store.close()
+    created = tmp_path / "user" / "mp" / "state.db"
+    assert store.path == str(created) and created.exists()
+    assert not (tmp_path / "~").exists()
+    assert stat.S_IMODE(created.stat().st_mode) == 0o600
+    assert stat.S_IMODE(created.parent.stat().st_mode) == 0o700
+
+
+def test_an_existing_database_keeps_its_mode(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    SQLiteSessionStore(path).close()
+    os.chmod(path, 0o640)
+    SQLiteSessionStore(path).close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640

@@ -27,7 +27,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Literal
 
-from memoryport.config import Config, load_config, load_env_into_environ, resolve_home
+from memoryport.config import (
+    Config,
+    ensure_home,
+    load_config,
+    load_env_into_environ,
+    resolve_home,
+)
 from memoryport.errors import ConfigError, MemoryportError, SessionNotFound
 from memoryport.fence import sanitize_context
 from memoryport.manager import ManagerSettings, MemoryManager
@@ -104,7 +110,7 @@ def open_memory(
     ``load_provider=False`` skips the configured ``memory.provider`` plugin.
     """
     resolved = resolve_home(home, profile)
-    resolved.mkdir(parents=True, exist_ok=True)
+    ensure_home(resolved)
     cfg = config or load_config(resolved)
     load_env_into_environ(resolved)
     settings = manager_settings or ManagerSettings(

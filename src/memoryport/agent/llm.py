@@ -17,6 +17,7 @@ from typing import Any
 
 from openai import OpenAI
 
+from memoryport.errors import ConfigError
 from memoryport.fence import StreamingContextScrubber, scrub_text
 from memoryport.types import Message
 
@@ -65,8 +66,9 @@ class AssistantReply:
 class ChatClient:
     """Chat completions against one endpoint and model.
 
-    ``api_key`` defaults to the environment variable named ``api_key_env``; local servers
-    that need no key get a placeholder, because the SDK insists on one.
+    ``api_key`` defaults to the environment variable named ``api_key_env``. Without a key,
+    a custom ``base_url`` (a local server that needs none) gets a placeholder, because
+    the SDK insists on one; the default OpenAI endpoint raises ``ConfigError`` instead.
     """
 
     def __init__(
@@ -80,7 +82,16 @@ class ChatClient:
         client: OpenAI | None = None,
     ) -> None:
         self.model = model
-        key = api_key or os.environ.get(api_key_env) or "not-needed"
+        key = api_key or os.environ.get(api_key_env)
+        if not key:
+            if client is None and not (base_url or os.environ.get("OPENAI_BASE_URL")):
+                raise ConfigError(
+                    f"no API key for the OpenAI endpoint: set the environment variable "
+                    f"{api_key_env} (named by agent.api_key_env; <home>/.env works too), or "
+                    "use a local OpenAI-compatible server with `--base-url URL` "
+                    "(agent.base_url), which needs no key"
+                )
+            key = "not-needed"  # local servers ignore the key; the SDK insists on one
         self._client = client or OpenAI(
             api_key=key, base_url=base_url or None, timeout=timeout, max_retries=1
         )

@@ -2,20 +2,23 @@
 
 Root options ``--home PATH`` (env ``MEMORYPORT_HOME``) and ``--profile NAME`` (env
 ``MEMORYPORT_PROFILE``) select the home for every subcommand; groups read it with
-``memoryport.cli._common.get_home(ctx)``.
+``memoryport.cli._common.get_home(ctx)``. While a command runs, the selected home's
+``.env`` is loaded into the environment (variables already set win), so every command
+sees the secrets ``memoryport setup`` stored, as ``memoryport.open()`` does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from pathlib import Path
 
 import click
 
 from memoryport import __version__
-from memoryport.cli._common import AppContext, MemoryportGroup, export_home_env
+from memoryport.cli._common import AppContext, MemoryportGroup, export_home_env, load_home_env
 from memoryport.config import validate_name
-from memoryport.errors import ConfigError
+from memoryport.errors import ConfigError, MemoryportError
 
 
 # Both options are eager so that `memoryport --profile p --help` already knows the
@@ -50,8 +53,11 @@ def _check_profile(ctx: click.Context, param: click.Parameter, value: str | None
 @click.pass_context
 def main(ctx: click.Context, home: Path | None, profile: str | None) -> None:
     """memoryport: portable long-term memory for LLM agents."""
-    ctx.obj = AppContext(home_option=home, profile=profile)
+    app = AppContext(home_option=home, profile=profile)
+    ctx.obj = app
     export_home_env(ctx, home, profile)
+    with contextlib.suppress(MemoryportError, OSError):
+        load_home_env(ctx, app.home)
 
 
 # Command groups, one module per noun: (module, attribute).

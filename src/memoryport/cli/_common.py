@@ -8,9 +8,11 @@ choices as ``MEMORYPORT_HOME`` / ``MEMORYPORT_PROFILE`` so code that calls
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,19 +22,22 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from memoryport.config import resolve_home
+from memoryport.config import ConfigWarning, read_env, resolve_home
 from memoryport.errors import MemoryportError
 
 __all__ = [
     "AppContext",
+    "Column",
     "MemoryportGroup",
     "echo_json",
     "get_app",
     "get_home",
     "is_terminal",
     "json_option",
+    "load_home_env",
     "make_console",
     "mask",
+    "plural",
     "print_table",
 ]
 
@@ -97,19 +102,46 @@ def make_console() -> Console:
     )
 
 
-def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """A rich table on a terminal; tab-separated lines with a header otherwise."""
+@dataclass(frozen=True)
+class Column:
+    """A table column; ``fold=True`` never truncates its cells (ids must stay copyable)."""
+
+    name: str
+    fold: bool = False
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """``1 entry``/``2 entries``-style counts: ``plural(1, "hit")`` -> ``"1 hit"``."""
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {plural_form or (noun[:-1] + 'ies' if noun.endswith('y') else noun + 's')}"
+
+
+def print_table(
+    title: str, columns: Sequence[str | Column], rows: Sequence[Sequence[Any]]
+) -> None:
+    """A rich table on a terminal; tab-separated lines with a header otherwise.
+
+    On a terminal, ``Column(name, fold=True)`` columns get the width of their longest
+    cell and fold instead of ending in an ellipsis, so ids can be copied whole.
+    """
+    specs = [c if isinstance(c, Column) else Column(c) for c in columns]
+    cells = [["" if cell is None else str(cell) for cell in row] for row in rows]
     if not is_terminal():
         click.echo(f"{title}:")
-        click.echo("\t".join(columns))
-        for row in rows:
-            click.echo("\t".join("" if cell is None else str(cell) for cell in row))
+        click.echo("\t".join(c.name for c in specs))
+        for row in cells:
+            click.echo("\t".join(row))
         return
     table = Table(title=title)
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*("" if cell is None else str(cell) for cell in row))
+    for index, spec in enumerate(specs):
+        if spec.fold:
+            widest = max((len(row[index]) for row in cells), default=0)
+            table.add_column(spec.name, overflow="fold", min_width=max(widest, len(spec.name)))
+        else:
+            table.add_column(spec.name)
+    for row in cells:
+        table.add_row(*row)
     make_console().print(table)
 
 
@@ -118,16 +150,42 @@ def mask(value: Any) -> str:
     return "set" if value not in (None, "") else "missing"
 
 
+@contextlib.contextmanager
+def _config_warnings_once() -> Iterator[None]:
+    """Show each distinct ``ConfigWarning`` once, as a plain line on stderr."""
+    seen: set[str] = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ConfigWarning)
+        original = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], *args: Any, **kw: Any) -> None:
+            if not issubclass(category, ConfigWarning):
+                original(message, category, *args, **kw)
+                return
+            text = str(message)
+            if text not in seen:
+                seen.add(text)
+                click.echo(f"warning: {text}", err=True)
+
+        warnings.showwarning = show
+        yield
+
+
 class MemoryportGroup(click.Group):
     """Root group: turns ``MemoryportError`` into a clean error exit and adds the active
     provider's own command group (only the active provider's, as in Hermes)."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the subcommand; a ``MemoryportError`` becomes ``Error: ...`` and exit 1."""
-        try:
-            return super().invoke(ctx)
-        except MemoryportError as exc:
-            raise click.ClickException(str(exc)) from exc
+        """Run the subcommand; a ``MemoryportError`` becomes ``Error: ...`` and exit 1.
+
+        Configuration warnings (``ConfigWarning``) print once per command as one
+        ``warning: ...`` line on stderr.
+        """
+        with _config_warnings_once():
+            try:
+                return super().invoke(ctx)
+            except MemoryportError as exc:
+                raise click.ClickException(str(exc)) from exc
 
     def _provider_command(self, ctx: click.Context) -> click.Command | None:
         from memoryport.plugins.commands import active_provider_command
@@ -158,13 +216,10 @@ class MemoryportGroup(click.Group):
         return command if command is not None and command.name == cmd_name else None
 
 
-def export_home_env(ctx: click.Context, home: Path | None, profile: str | None) -> None:
-    """Export ``--home`` / ``--profile`` to the environment until the command finishes."""
-    changes = {"MEMORYPORT_HOME": str(home) if home else None, "MEMORYPORT_PROFILE": profile}
+def _set_env_until_close(ctx: click.Context, changes: dict[str, str]) -> None:
+    """Set ``changes`` in ``os.environ``; put the old values back when ``ctx`` closes."""
     saved: dict[str, str | None] = {}
     for key, value in changes.items():
-        if value is None:
-            continue
         saved[key] = os.environ.get(key)
         os.environ[key] = value
 
@@ -176,6 +231,33 @@ def export_home_env(ctx: click.Context, home: Path | None, profile: str | None) 
                 os.environ[key] = old
 
     ctx.call_on_close(restore)
+
+
+def export_home_env(ctx: click.Context, home: Path | None, profile: str | None) -> None:
+    """Export ``--home`` / ``--profile`` to the environment until the command finishes."""
+    changes = {"MEMORYPORT_HOME": str(home) if home else None, "MEMORYPORT_PROFILE": profile}
+    _set_env_until_close(ctx, {k: v for k, v in changes.items() if v is not None})
+
+
+_LOADED_KEY = "memoryport.env_loaded"
+
+
+def load_home_env(ctx: click.Context, home: Path) -> list[str]:
+    """Load ``<home>/.env`` into the environment until the command finishes.
+
+    Variables set in the real environment win; ones an earlier call loaded from a
+    ``.env`` are updated (so a command that just wrote ``.env`` sees the new values).
+    Returns the names that were set.
+    """
+    loaded: set[str] = ctx.find_root().meta.setdefault(_LOADED_KEY, set())
+    changes = {
+        key: value
+        for key, value in read_env(home).items()
+        if key not in os.environ or (key in loaded and os.environ[key] != value)
+    }
+    _set_env_until_close(ctx, changes)
+    loaded.update(changes)
+    return sorted(changes)
 
 
 def iter_commands(group: click.Group, prefix: str = "memoryport") -> Iterator[str]:

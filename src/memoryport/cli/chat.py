@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memoryport.cli._common import get_home
+from memoryport.cli._common import get_home, plural
 from memoryport.errors import MemoryportError
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def _show_memory(memory: Memory, echo: Echo) -> None:
         return
     for target in store.targets:
         entries = store.entries(target)
-        echo(f"[{target}] {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}")
+        echo(f"[{target}] {plural(len(entries), 'entry')}")
         for entry in entries:
             echo("  - " + entry.replace("\n", "\n    "))
 
@@ -90,7 +90,7 @@ def run_command(agent: Agent, line: str, echo: Echo) -> bool:
         echo(f"New session {agent.new_session()}.")
     elif name == "/resume" and arg:
         agent.resume(arg)
-        echo(f"Resumed session {arg} ({len(agent.history)} messages).")
+        echo(f"Resumed session {arg} ({plural(len(agent.history), 'message')}).")
     elif name == "/branch":
         echo(f"Branched into session {agent.branch()}.")
     elif name == "/title" and arg:
@@ -174,11 +174,15 @@ def _build_agent(home_ctx: click.Context, model: str | None, base_url: str | Non
 
     memory = open_memory(get_home(home_ctx), "default", platform="cli")
     settings = memory.config.agent
-    client = ChatClient(
-        model or settings.model,
-        base_url=base_url or settings.base_url or None,
-        api_key_env=settings.api_key_env,
-    )
+    try:
+        client = ChatClient(
+            model or settings.model,
+            base_url=base_url or settings.base_url or None,
+            api_key_env=settings.api_key_env,
+        )
+    except BaseException:
+        memory.close()
+        raise
     return Agent(memory, client, source="cli")
 
 

@@ -31,7 +31,10 @@ def config_group() -> None:
 @click.argument("key")
 @json_option
 def get_command(key: str, as_json: bool) -> None:
-    """Print one setting, e.g. `memoryport config get memory.provider`."""
+    """Print the value of one setting.
+
+    Example: `memoryport config get memory.provider`.
+    """
     value = get_value(get_home(), key)
     if as_json:
         echo_json({"key": key, "value": value})

@@ -16,7 +16,7 @@ import click
 
 from memoryport.cli._common import echo_json, get_home, json_option
 from memoryport.config import ConfigWarning, config_path, env_path, load_config
-from memoryport.errors import MemoryportError
+from memoryport.errors import ConfigError, MemoryportError
 from memoryport.plugins import discover, load
 
 __all__ = ["Check", "doctor_command", "run_checks"]
@@ -216,18 +216,53 @@ def _check_provider(home: Path) -> Iterator[Check]:
         )
 
 
+def _check_sessions(home: Path) -> Iterator[Check]:
+    try:
+        settings = load_config(home).sessions
+    except MemoryportError:
+        return  # the config check already reported it
+    if settings.backend != "postgres":
+        yield Check("sessions", "ok", f"SQLite session store at {home / 'state.db'}")
+        return
+    if not settings.dsn:
+        yield Check(
+            "sessions",
+            "fail",
+            "sessions.backend is 'postgres' but sessions.dsn is empty",
+            "memoryport config set sessions.dsn postgresql://USER@HOST/DB",
+        )
+        return
+    try:
+        from memoryport.storage.sessions import postgres_connect as pg
+    except ConfigError as exc:
+        yield Check("sessions", "fail", str(exc), "pip install 'memoryport[postgres]'")
+        return
+    problem = pg.connection_problem(settings.dsn, timeout=pg.CONNECT_TIMEOUT_S)
+    if problem is not None:
+        yield Check("sessions", "fail", problem, pg.HINT)
+    else:
+        yield Check("sessions", "ok", f"PostgreSQL at {pg.describe_dsn(settings.dsn)} reachable")
+
+
+_CHECKS = (
+    _check_home,
+    _check_env,
+    _check_config,
+    _check_sqlite,
+    _check_state_db,
+    _check_sessions,
+    _check_provider,
+)
+
+
 def run_checks(home: Path) -> list[Check]:
     """Run every check against ``home`` and return the findings in order."""
     checks: list[Check] = []
-    for group in (
-        _check_home,
-        _check_env,
-        _check_config,
-        _check_sqlite,
-        _check_state_db,
-        _check_provider,
-    ):
-        checks.extend(group(home))
+    with warnings.catch_warnings():
+        # The config check reports each ConfigWarning; other steps must not repeat them.
+        warnings.simplefilter("ignore", ConfigWarning)
+        for group in _CHECKS:
+            checks.extend(group(home))
     return checks
 
 
@@ -237,7 +272,7 @@ _MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
 @click.command("doctor")
 @json_option
 def doctor_command(as_json: bool) -> None:
-    """Check the home, secrets, SQLite features, state.db and the provider; exit 1 on problems."""
+    """Check home, secrets, SQLite, the session store and provider; exit 1 on problems."""
     home = get_home()
     checks = run_checks(home)
     failed = [c for c in checks if c.status == "fail"]

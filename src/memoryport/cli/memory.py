@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from memoryport.cli._common import get_home, is_terminal, make_console
+from memoryport.cli._common import get_home, is_terminal, make_console, plural
 from memoryport.config import load_config
 from memoryport.errors import MemoryportError
 from memoryport.providers.builtin.store import CuratedMemory, WriteResult
@@ -79,7 +79,8 @@ def _fail(exc: MemoryportError) -> click.ClickException:
 
 
 def _report(result: WriteResult) -> None:
-    click.echo(f"{result.message} {result.target}: {result.usage}, {result.entry_count} entries")
+    count = plural(result.entry_count, "entry")
+    click.echo(f"{result.message} {result.target}: {result.usage}, {count}")
 
 
 def _run_write(action: Callable[[], WriteResult]) -> None:
@@ -111,7 +112,7 @@ def _print_plain(info: dict[str, Any]) -> None:
     state = "" if info["enabled"] else ", disabled"
     click.echo(
         f"{info['target']}: {info['path']} ({usage['percent']}% - {usage['used']:,}/"
-        f"{usage['limit']:,} chars, {len(info['entries'])} entries{state})"
+        f"{usage['limit']:,} chars, {plural(len(info['entries']), 'entry')}{state})"
     )
     for number, entry in enumerate(info["entries"], start=1):
         flag = info["blocked"].get(str(number))

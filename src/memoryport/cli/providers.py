@@ -66,7 +66,10 @@ def _fields_from(provider: Any) -> list[dict[str, Any]]:
 @click.option("--check", is_flag=True, help="Also import it: availability, tools, config schema.")
 @json_option
 def show_command(name: str, check: bool, as_json: bool) -> None:
-    """Show one provider's metadata; with --check, load it and report what it offers."""
+    """Show one provider's metadata; with --check, load it and report what it offers.
+
+    With --check, exits 1 when the plugin fails to load.
+    """
     home = get_home()
     found = discover(home)
     info = found.get(name)
@@ -85,8 +88,10 @@ def show_command(name: str, check: bool, as_json: bool) -> None:
             data["tools"] = [s.get("name") for s in provider.get_tool_schemas() or []]
     if as_json:
         echo_json(data)
-        return
-    _print_show(data)
+    else:
+        _print_show(data)
+    if check and not data["loaded"]:
+        raise SystemExit(1)
 
 
 def _print_show(data: dict[str, Any]) -> None:

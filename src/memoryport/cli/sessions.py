@@ -15,8 +15,15 @@ from typing import Any, TypeVar, cast
 
 import click
 
-from memoryport.cli._common import echo_json, get_home, print_table
-from memoryport.errors import MemoryportError
+from memoryport.cli._common import (
+    Column,
+    echo_json,
+    get_home,
+    load_home_env,
+    plural,
+    print_table,
+)
+from memoryport.errors import MemoryportError, SessionNotFound
 from memoryport.storage.sessions.base import SessionStore, SortOrder
 
 __all__ = ["sessions_group"]
@@ -45,6 +52,9 @@ def _store(home: Path | None, user_id: str) -> Iterator[SessionStore]:
 
     try:
         resolved = get_home(None, home)
+        ctx = click.get_current_context(silent=True)
+        if home is not None and ctx is not None:
+            load_home_env(ctx, resolved)  # the root loaded the root home's .env
         store = open_session_store(load_config(resolved), resolved, user_id or None)
     except MemoryportError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -54,6 +64,14 @@ def _store(home: Path | None, user_id: str) -> Iterator[SessionStore]:
         raise click.ClickException(str(exc)) from exc
     finally:
         store.close()
+
+
+def _require_session(store: SessionStore, session_id: str) -> None:
+    """Exit 1 with ``no session 'ID'`` unless the session exists (for this user)."""
+    try:
+        store.get_session(session_id)
+    except SessionNotFound:
+        raise click.ClickException(f"no session {session_id!r}") from None
 
 
 def _when(ts: float | None) -> str:
@@ -94,7 +112,7 @@ def list_command(
         return
     print_table(
         "sessions",
-        ["id", "source", "last active", "messages", "title / preview"],
+        [Column("id", fold=True), "source", "last active", "messages", "title / preview"],
         [
             (
                 r.session.id,
@@ -153,8 +171,8 @@ def search_command(
     for warning in result.warnings:
         click.echo(f"note: {warning}", err=True)
     print_table(
-        f"{len(result.hits)} hits ({result.plan})",
-        ["message", "session", "when", "role", "snippet"],
+        f"{plural(len(result.hits), 'hit')} ({result.plan})",
+        ["message", Column("session", fold=True), "when", "role", "snippet"],
         [
             (
                 h.message.id,
@@ -214,8 +232,10 @@ def export_command(
 ) -> None:
     """Export sessions as JSONL (one message per line, with session metadata)."""
     with _store(home, user_id) as store:
+        for session_id in session_ids:
+            _require_session(store, session_id)
         lines = store.export_jsonl(output, session_ids=session_ids or None)
-    click.echo(f"exported {lines} lines", err=True)
+    click.echo(f"exported {plural(lines, 'line')}", err=True)
 
 
 @sessions_group.command("import")
@@ -232,8 +252,9 @@ def import_command(home: Path | None, user_id: str, source: Any, on_conflict: st
     with _store(home, user_id) as store:
         report = store.import_jsonl(source, on_conflict=cast(Any, on_conflict))
     click.echo(
-        f"imported {report.sessions_imported} sessions ({report.messages_imported} "
-        f"messages), skipped {report.sessions_skipped}"
+        f"imported {plural(report.sessions_imported, 'session')} "
+        f"({plural(report.messages_imported, 'message')}), "
+        f"skipped {report.sessions_skipped}"
     )
 
 
@@ -274,18 +295,25 @@ def forget_command(
     with _store(home, user_id) as store:
         if message_id is not None:
             count = store.forget_message(message_id)
+            if not count:
+                raise click.ClickException(f"no message {message_id}")
         elif session_id:
+            _require_session(store, session_id)
             count = store.forget_session(session_id)
         else:
             count = store.forget_user(str(forget_user))
-    click.echo(f"deleted {what} ({count} messages)")
+    click.echo(f"deleted {what} ({plural(count, 'message')})")
 
 
 @sessions_group.command("rebuild-index")
 @_options
-def rebuild_index_command(home: Path | None, user_id: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def rebuild_index_command(home: Path | None, user_id: str, as_json: bool) -> None:
     """Rebuild the full-text indexes from the stored messages, then verify them."""
     with _store(home, user_id) as store:
         store.rebuild_index()
         store.check_index()
+    if as_json:
+        echo_json({"rebuilt": True, "verified": True})
+        return
     click.echo("full-text indexes rebuilt and verified")

@@ -17,10 +17,11 @@ from typing import Any
 
 import click
 
-from memoryport.cli._common import get_home
+from memoryport.cli._common import get_home, load_home_env
 from memoryport.config import (
     coerce,
     config_path,
+    ensure_home,
     env_path,
     get_secret,
     load_config,
@@ -235,7 +236,7 @@ def _activate(home: Path, name: str, section: dict[str, Any] | None = None) -> N
 def setup_command(provider: str | None, sets: tuple[str, ...], yes: bool, no_install: bool) -> None:
     """Choose the memory provider, install its dependencies and configure it."""
     home = get_home()
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ensure_home(home)
     found = discover(home)
     if provider is None:
         if yes:
@@ -273,6 +274,7 @@ def setup_command(provider: str | None, sets: tuple[str, ...], yes: bool, no_ins
     _validate(provider, schema, values, secrets, home)
     if secrets:
         write_env(home, secrets)
+        load_home_env(click.get_current_context(), home)  # the provider reads os.environ
     _activate(home, provider, values)
     save_native = getattr(instance, "save_config", None)
     if callable(save_native):

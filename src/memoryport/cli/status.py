@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from memoryport.cli._common import echo_json, get_home, json_option, mask
+from memoryport.cli._common import echo_json, get_home, json_option, mask, plural
 from memoryport.config import (
     Config,
     config_path,
@@ -154,8 +154,10 @@ def _print_builtin(data: dict[str, Any]) -> None:
     click.echo(click.style("Built-in memory", bold=True) + ": always active")
     for target, info in data["targets"].items():
         state = "" if info["enabled"] else " (disabled)"
+        entries = info["entries"]
+        count = plural(entries, "entry") if isinstance(entries, int) else entries
         click.echo(
-            f"  {target}{state}: {info['entries']} entries, {info['used']}/{info['limit']} "
+            f"  {target}{state}: {count}, {info['used']}/{info['limit']} "
             f"chars ({info['percent']}%) - {info['path']}"
         )
 
@@ -208,15 +210,24 @@ def _print_provider(p: dict[str, Any] | None) -> None:
 @click.option("--no-probe", is_flag=True, help="Do not initialize the provider to measure health.")
 @json_option
 def status_command(no_probe: bool, as_json: bool) -> None:
-    """Show built-in memory, the selected provider (config, availability, health)."""
+    """Show built-in memory, the selected provider (config, availability, health).
+
+    Exits 1 when config.yaml has an error (the rest is shown with default settings).
+    """
     data = gather_status(get_home(), probe=not no_probe)
     if as_json:
         echo_json(data)
-        return
+    else:
+        _print_status(data)
+    if data.get("config_error"):
+        raise click.ClickException(f"config.yaml is invalid: {data['config_error']}")
+
+
+def _print_status(data: dict[str, Any]) -> None:
     click.echo(f"Home: {data['home']} (profile {data['profile']})")
     click.echo(f"Config: {data['config_path']}")
     if data.get("config_error"):
-        click.echo(f"  config error: {data['config_error']}")
+        click.echo("  config: INVALID (see the error below); showing default settings")
     _print_builtin(data["builtin"])
     _print_provider(data["provider"])
     names = ", ".join(f"{p['name']} ({p['source']})" for p in data["providers"]) or "none"

@@ -14,7 +14,6 @@ I/O at import time.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 import re
 import warnings
@@ -25,6 +24,7 @@ from typing import Any, get_type_hints
 
 import yaml
 
+from memoryport._fs import ensure_private_dir
 from memoryport.config.envfile import (
     atomic_write,
     env_path,
@@ -48,6 +48,7 @@ __all__ = [
     "coerce",
     "config_from_dict",
     "config_path",
+    "ensure_home",
     "env_path",
     "get_secret",
     "get_value",
@@ -65,8 +66,6 @@ __all__ = [
     "validate_provider_config",
     "write_env",
 ]
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_HOME = Path("~/.memoryport")
 """Where the home is when neither ``--home`` nor ``MEMORYPORT_HOME`` says otherwise."""
@@ -207,6 +206,15 @@ def resolve_home(home: str | os.PathLike[str] | None = None, profile: str | None
     return base / "profiles" / validate_name(profile, "profile")
 
 
+def ensure_home(home: str | os.PathLike[str]) -> Path:
+    """Create the home directory (and missing parents, e.g. ``profiles/``) with mode 0700.
+
+    The home holds chat history, memories and secrets, so what memoryport creates is
+    private to the user. A directory that already exists keeps its permissions.
+    """
+    return ensure_private_dir(home)
+
+
 def profile_name(home: Path) -> str:
     """Return the profile a resolved home belongs to (``default`` for the root home)."""
     if home.parent.name == "profiles":
@@ -280,8 +288,8 @@ def _build_block(name: str, raw: Any, source: str) -> Any:
 
 
 def _warn(message: str) -> None:
+    # One channel only: the warning. The CLI prints it once per command as a plain line.
     warnings.warn(message, ConfigWarning, stacklevel=4)
-    logger.warning("%s", message)
 
 
 def config_from_dict(data: Mapping[str, Any], source: str = "config") -> Config:

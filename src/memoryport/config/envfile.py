@@ -10,6 +10,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from memoryport._fs import ensure_private_dir
+
 __all__ = [
     "atomic_write",
     "env_path",
@@ -28,8 +30,11 @@ def env_path(home: Path) -> Path:
 
 @contextlib.contextmanager
 def atomic_write(path: Path, mode: int = 0o644) -> Iterator[Any]:
-    """Write ``path`` through a temp file in the same directory, then rename it over."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``path`` through a temp file in the same directory, then rename it over.
+
+    A missing directory (the home) is created with mode 0700.
+    """
+    ensure_private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         os.fchmod(fd, mode)

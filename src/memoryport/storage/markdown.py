@@ -32,6 +32,7 @@ from typing import TypeVar
 
 import filelock
 
+from memoryport._fs import ensure_private_dir
 from memoryport.errors import DriftError, MemoryStoreError
 
 __all__ = [
@@ -188,7 +189,7 @@ class MarkdownFile:
         target = self.path.resolve() if self.path.is_symlink() else self.path
         data = render_entries(entries).encode("utf-8")
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            ensure_private_dir(target.parent)
             _atomic_write(target, data)
         except OSError as exc:
             raise MemoryStoreError(
@@ -199,7 +200,7 @@ class MarkdownFile:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            ensure_private_dir(self.path.parent)
             self._lock.acquire(timeout=self.lock_timeout, poll_interval=0.001)
         except filelock.Timeout as exc:
             raise MemoryStoreError(

@@ -168,11 +168,29 @@ class Editor:
         self.changes.append(Change("remove", self.spec.name, removed, old_text, removed))
 
     def check_budget(self, message: Callable[[int, int], str]) -> None:
-        """Refuse when the result is over budget and not smaller than before."""
+        """Refuse when the result is over budget and not smaller than before.
+
+        An entry that alone is larger than the whole budget gets its own message:
+        consolidating other entries could never make room for it.
+        """
         new = Usage.of(self.entries, self.spec.char_limit).used
         old = Usage.of(self.original, self.spec.char_limit).used
         if new > self.spec.char_limit and new >= old:
+            self._check_entries_fit()
             raise self.error(message(new, old))
+
+    def _check_entries_fit(self) -> None:
+        limit = self.spec.char_limit
+        for change in self.changes:
+            if change.action == "remove" or change.content not in self.entries:
+                continue
+            size = Usage.of([change.content], limit).used
+            if size > limit:
+                raise self.error(
+                    f"This entry ({size:,} chars) is larger than the whole "
+                    f"{self.spec.filename} budget ({limit:,} chars). Shorten it or split it "
+                    "into smaller entries, then retry."
+                )
 
     def result(self, message: str) -> tuple[list[str] | None, WriteResult]:
         """The ``MarkdownFile.mutate`` return value: entries to write (None if unchanged)."""

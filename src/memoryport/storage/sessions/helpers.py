@@ -129,11 +129,17 @@ def message_values(
 
 
 def group_export_lines(lines: Iterable[str]) -> list[tuple[SessionRecord, list[MessageRecord]]]:
-    """Parse export lines into (session, messages) pairs in first-seen order."""
+    """Parse export lines into (session, messages) pairs in first-seen order.
+
+    A malformed line raises ``ToolArgumentError`` naming its (1-based) line number.
+    """
     grouped: dict[str, tuple[SessionRecord, list[MessageRecord]]] = {}
-    for line in lines:
+    for number, line in enumerate(lines, start=1):
         if line.strip():
-            session, message = parse_export_line(line)
+            try:
+                session, message = parse_export_line(line)
+            except ToolArgumentError as exc:
+                raise ToolArgumentError(f"line {number}: {exc}") from exc
             entry = grouped.setdefault(session.id, (session, []))
             if message is not None:
                 entry[1].append(message)
@@ -246,15 +252,28 @@ def export_line(session: SessionRecord, message: MessageRecord | None) -> str:
     return json.dumps(payload, ensure_ascii=False, sort_keys=True)
 
 
+_EXPECTED_LINE = (
+    'expected one JSON object per line, {"session": {...}, "message": {...} or null}, '
+    "as written by `memoryport sessions export`"
+)
+
+
 def parse_export_line(line: str) -> tuple[SessionRecord, MessageRecord | None]:
     """Parse one export line back into records; raises ``ToolArgumentError`` if malformed."""
     try:
         payload = json.loads(line)
+    except ValueError as exc:
+        raise ToolArgumentError(f"not valid JSON ({exc}); {_EXPECTED_LINE}") from exc
+    if not isinstance(payload, dict) or not isinstance(payload.get("session"), dict):
+        raise ToolArgumentError(f"not a memoryport session export line; {_EXPECTED_LINE}")
+    try:
         session = SessionRecord(**payload["session"])
         raw = payload.get("message")
         message = MessageRecord(**raw) if raw else None
     except (ValueError, KeyError, TypeError) as exc:
-        raise ToolArgumentError(f"not a memoryport session export line: {exc}") from exc
+        raise ToolArgumentError(
+            f"not a memoryport session export line ({exc}); {_EXPECTED_LINE}"
+        ) from exc
     return session, message
 
 

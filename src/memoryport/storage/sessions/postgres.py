@@ -55,6 +55,7 @@ from memoryport.storage.sessions.base import (
     coerce_message,
 )
 from memoryport.storage.sessions.helpers import MESSAGE_INSERT_COLUMNS
+from memoryport.storage.sessions.postgres_connect import CONNECT_TIMEOUT_S, check_connection
 from memoryport.storage.sessions.postgres_io import export_sessions, import_sessions
 from memoryport.storage.sessions.postgres_search import fetch_windows, run_search, snippets_for
 from memoryport.storage.sessions.postgres_sql import (
@@ -92,6 +93,8 @@ class PostgresSessionStore(SessionStore):
             several stores (profiles, teams) can share one database.
         pool_size: the most connections this store opens at once.
         timeout: seconds to wait for a free connection before ``StoreError``.
+        connect_timeout: seconds the first, direct connection may take; a bad DSN or an
+            unreachable server fails this fast with one clear ``StoreError``.
     """
 
     def __init__(
@@ -103,6 +106,7 @@ class PostgresSessionStore(SessionStore):
         schema: str = "memoryport",
         pool_size: int = 4,
         timeout: float = 30.0,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
     ) -> None:
         if not schema or "\x00" in schema:
             raise ConfigError(f"invalid PostgreSQL schema name {schema!r}")
@@ -111,6 +115,7 @@ class PostgresSessionStore(SessionStore):
         self.schema = schema
         self._s = sql.Identifier(schema)
         self._closed = False
+        check_connection(conninfo, connect_timeout)
         try:
             self._pool: ConnectionPool[Any] = ConnectionPool(
                 conninfo,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import sqlite3
 import threading
@@ -20,6 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+from memoryport._fs import ensure_private_dir
 from memoryport.errors import SessionNotFound, StoreError
 from memoryport.storage.sessions import migrations
 from memoryport.storage.sessions._sqlite_io import export_sessions, import_entries
@@ -72,11 +74,25 @@ _BULK_INDEX = (
 )
 
 
+def _create_private_file(path: Path) -> None:
+    """Create a new database file with mode 0600 (its directory 0700); keep existing ones.
+
+    The file holds full chat history. SQLite gives its -wal/-shm files the same mode.
+    """
+    ensure_private_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
 class SQLiteSessionStore(SessionStore):
     """Session store in one SQLite file (``":memory:"`` works for tests).
 
     Args:
-        path: database file; its directory is created if missing.
+        path: database file (``~`` is expanded). A new file is created with mode 0600
+            and a missing directory with 0700; existing ones keep their permissions.
         user_id: bind the store to one user (search, browse and reads are scoped).
         hidden_sources: sources hidden from search/browse unless asked for.
         busy_timeout: seconds SQLite waits on a lock before the retry loop takes over.
@@ -93,7 +109,7 @@ class SQLiteSessionStore(SessionStore):
         hidden_sources: Sequence[str] = DEFAULT_HIDDEN_SOURCES,
         busy_timeout: float = 5.0,
     ) -> None:
-        self.path = str(path)
+        self.path = path if path == ":memory:" else str(Path(path).expanduser())
         self.user_id = user_id or None
         self.hidden_sources = tuple(hidden_sources)
         self.journal_mode = ""
@@ -101,7 +117,7 @@ class SQLiteSessionStore(SessionStore):
         self._conn: sqlite3.Connection | None = None
         try:
             if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                _create_private_file(Path(self.path))
             conn = sqlite3.connect(
                 self.path,
                 timeout=busy_timeout,
