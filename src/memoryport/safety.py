@@ -9,14 +9,20 @@ system-prompt overrides, exfiltration, persistence and secret-bearing paths.
 Only the first :data:`MAX_SCAN_CHARS` characters are scanned; a longer text also gets
 ``too_large_to_scan`` (category ``system_prompt_override``: unverifiable content must not
 reach the prompt). Invisible characters are reported on the raw text, one finding per
-distinct character, by code point. The rules then run on the per-line NFKC-normalized,
-invisible-free, lower-cased text, and only where one of their anchor words occurs.
+distinct character, by code point (Unicode tag characters, the "ASCII smuggling" range, as
+one finding that shows the hidden text). The rules then run on the per-line
+NFKC-normalized, invisible-free, lower-cased text, and only where one of their anchor
+words occurs; also on two derived texts when cheap gates say they may hide something:
+spaced-out letters collapsed ("i g n o r e" -> "ignore") and base64 blobs decoded (only
+when the text mentions an encoding).
 Order: invisible findings, then ``too_large_to_scan``, then by position, then id; each id
 once.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import os
 import re
@@ -55,11 +61,15 @@ MAX_SCAN_CHARS = 65_536
 
 INVISIBLE_CHARS: frozenset[str] = frozenset(
     [chr(c) for c in range(0x200B, 0x200E)]
-    + ["\u2060", "\u2062", "\u2063", "\u2064", "\ufeff"]
+    + ["\u180e", "\u2060", "\u2061", "\u2062", "\u2063", "\u2064", "\ufeff"]
     + [chr(c) for c in range(0x202A, 0x202F)]
     + [chr(c) for c in range(0x2066, 0x206A)]
 )
-"""Zero-width, word-joiner, invisible-operator, BOM and bidi embedding/override/isolate chars."""
+"""Zero-width, word-joiner, invisible-operator, BOM and bidi embedding/override/isolate chars.
+
+Unicode tag characters (U+E0000-U+E007F) are refused too, as one ``invisible_unicode_tags``
+finding; only an emoji tag sequence (a subdivision flag such as England's) may use them.
+"""
 
 _EXCERPT_MAX = 80
 
@@ -97,7 +107,22 @@ _RULES = tuple(
     _Rule(rid, cat, tuple(anchors.split()), requires, re.compile(pattern), why)
     for rid, cat, anchors, requires, pattern, why in RULE_TABLE
 )
-_INVISIBLE_RE = re.compile("[" + "".join(sorted(INVISIBLE_CHARS)) + "]")
+_TAG_CLASS = "\U000e0000-\U000e007f"
+_INVISIBLE_RE = re.compile("[" + "".join(sorted(INVISIBLE_CHARS)) + _TAG_CLASS + "]")
+# A subdivision flag (U+1F3F4, tag letters, U+E007F) is the one legitimate use of tag
+# characters; the first alternative consumes it so only stray invisibles land in group 1.
+_HIDDEN_RE = re.compile(
+    "\U0001f3f4[\U000e0020-\U000e007e]{1,8}\U000e007f|(" + _INVISIBLE_RE.pattern + ")"
+)
+_TAGS_ID = "invisible_unicode_tags"
+# Spaced-out letters ("i g n o r e"): single letters joined by one separator, 3 or more.
+_SPACED_RE = re.compile(r"(?<![a-z0-9])[a-z](?:[ .*_|-][a-z]){2,}(?![a-z0-9])")
+_SPACED_LETTERS = frozenset("bcdefghjklmnopqrstuvwxyz")  # single-letter tokens ("a", "i" are words)
+_SPACED_MIN_LETTERS = 6
+# Base64 blobs are decoded only when one of these words occurs (the model would need a hint).
+_B64_HINTS = frozenset({"base64", "b64", "b64decode", "atob", "encoded", "decode", "decoded"})
+_B64_RE = re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![\w+/=-])")
+_B64_MAX_BLOBS = 20
 _HOME_SECRET_NAMES = r"(?:\.env|auth\.json|credentials(?:\.json)?|secrets?)\b"
 # Every ASCII character that is not a letter or digit becomes a word separator.
 _SEPARATORS = str.maketrans(
@@ -112,7 +137,7 @@ class _Index:
     rules: tuple[_Rule, ...]
     words: dict[str, tuple[_Rule, ...]]
     literals: dict[str, tuple[_Rule, ...]]
-    word_set: frozenset[str]  # every word anchor and every ``requires`` word
+    word_set: frozenset[str]  # every word anchor and ``requires`` word, and the derived-text gates
 
 
 def _build_index(rules: tuple[_Rule, ...]) -> _Index:
@@ -126,7 +151,8 @@ def _build_index(rules: tuple[_Rule, ...]) -> _Index:
                 literals.setdefault(anchor.rstrip("*") or anchor, []).append(rule)
     return _Index(rules, {k: tuple(v) for k, v in words.items()},
                   {k: tuple(v) for k, v in literals.items()},
-                  frozenset(words).union(*(rule.requires for rule in rules)))
+                  frozenset(words).union(*(rule.requires for rule in rules), _SPACED_LETTERS,
+                                         _B64_HINTS))
 
 
 _INDEX = _build_index(_RULES)
@@ -159,12 +185,24 @@ def _excerpt(text: str, start: int, end: int) -> str:
     return snippet if len(snippet) <= _EXCERPT_MAX else snippet[: _EXCERPT_MAX - 1] + "…"
 
 
+def _hidden(text: str) -> list[tuple[int, str]]:
+    """``(position, char)`` of every invisible character not part of an emoji tag sequence."""
+    return [(m.start(1), m.group(1)) for m in _HIDDEN_RE.finditer(text) if m.group(1)]
+
+
+def _is_tag(char: str) -> bool:
+    return 0xE0000 <= ord(char) <= 0xE007F
+
+
 def _invisible_findings(text: str) -> list[Finding]:
-    found = sorted(set(_INVISIBLE_RE.findall(text)))
+    hidden = _hidden(text)
+    first: dict[str, int] = {}
+    for at, char in hidden:
+        first.setdefault(char, at)
     findings = []
-    for char in found:
+    for char in sorted(c for c in first if not _is_tag(c)):
         code = f"U+{ord(char):04X}"
-        at = text.index(char)
+        at = first[char]
         around = text[max(0, at - 30) : at + 30].replace(char, f"<{code}>")
         around = _INVISIBLE_RE.sub("", around)
         findings.append(Finding(
@@ -172,6 +210,15 @@ def _invisible_findings(text: str) -> list[Finding]:
             message=f"invisible unicode character {code} (possible hidden injection); "
                     "invisible and bidi-control characters are not allowed",
             excerpt=_excerpt(around, 0, len(around)),
+        ))
+    tags = [char for _, char in hidden if _is_tag(char)]
+    if tags:
+        smuggled = "".join(chr(ord(c) - 0xE0000) for c in tags if 0xE0020 <= ord(c) <= 0xE007E)
+        findings.append(Finding(
+            id=_TAGS_ID, category="invisible_unicode",
+            message=f"{len(tags)} invisible Unicode tag characters (U+E0000-U+E007F) hiding "
+                    f"the text {smuggled[:200]!r}; tag characters are only allowed in flag emoji",
+            excerpt=_excerpt(smuggled, 0, len(smuggled)),
         ))
     return findings
 
@@ -198,14 +245,22 @@ def _index_for(home: str | os.PathLike[str] | None) -> _Index:
     return _home_index(os.fspath(Path(home)), os.path.expanduser("~"))
 
 
-def _matches(lowered: str, index: _Index) -> list[tuple[int, int, _Rule]]:
+def _present(lowered: str, index: _Index) -> frozenset[str]:
+    """The words of ``index.word_set`` (anchors, gates, hints) that occur in ``lowered``."""
+    ascii_text = lowered if lowered.isascii() else lowered.encode("ascii", "replace").decode()
+    return index.word_set.intersection(ascii_text.translate(_SEPARATORS).split())
+
+
+def _matches(
+    lowered: str, index: _Index, present: frozenset[str] | None = None
+) -> list[tuple[int, int, _Rule]]:
     """Every (start, end, rule) match in ``lowered``, sorted by position then id.
 
     Rules only run where one of their anchors occurs (a word anchor must start a word),
     and only when their ``requires`` gate is met, so benign text costs little.
     """
-    ascii_text = lowered if lowered.isascii() else lowered.encode("ascii", "replace").decode()
-    present = index.word_set.intersection(ascii_text.translate(_SEPARATORS).split())
+    if present is None:
+        present = _present(lowered, index)
     candidates = [(a, index.words[a], True) for a in present if a in index.words]
     candidates += [(a, rs, False) for a, rs in index.literals.items() if a in lowered]
     gates: dict[str, bool] = {}
@@ -228,6 +283,95 @@ def _matches(lowered: str, index: _Index) -> list[tuple[int, int, _Rule]]:
     return sorted(hits.values(), key=lambda h: (h[0], h[2].id))
 
 
+# A hit: (start, end) in the scanned text, the rule, the text to excerpt and a note. Direct
+# matches excerpt the scanned text at (start, end); a match in a derived text excerpts the
+# derived text, and (start, end) then covers what it was derived from.
+_Hit = tuple[int, int, _Rule, str, str]
+
+
+def _despaced(lowered: str) -> str:
+    """``lowered`` with spaced-out letters joined: "i g n o r e   a l l" -> "ignore   all"."""
+    return _SPACED_RE.sub(lambda m: m.group(0)[::2], lowered)
+
+
+def _hinted_spans(lowered: str, hints: frozenset[str]) -> list[tuple[int, int]]:
+    """Line spans holding one of ``hints`` (as a word), each with the line after it."""
+    spans: list[tuple[int, int]] = []
+    for hint in hints:
+        pos = lowered.find(hint)
+        while pos >= 0:
+            start = lowered.rfind("\n", 0, pos) + 1
+            end = lowered.find("\n", pos)
+            end = len(lowered) if end < 0 else lowered.find("\n", end + 1)
+            spans.append((start, len(lowered) if end < 0 else end))
+            pos = lowered.find(hint, spans[-1][1])
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _decoded_blobs(raw: str) -> list[str]:
+    """The text of each base64 (or base64url) blob in ``raw`` that decodes to text."""
+    out: list[str] = []
+    for tried, match in enumerate(_B64_RE.finditer(raw)):
+        if tried >= _B64_MAX_BLOBS:
+            break
+        blob = match.group(0).rstrip("=")
+        if len(blob) % 4 == 1:
+            continue
+        urlsafe = "-" in blob or "_" in blob
+        if urlsafe and ("+" in blob or "/" in blob):
+            continue
+        padded = blob + "=" * (-len(blob) % 4)
+        try:
+            data = base64.b64decode(padded, altchars=b"-_" if urlsafe else None, validate=True)
+            decoded = data.decode("utf-8")
+        except (binascii.Error, ValueError):
+            continue
+        printable = sum(c.isprintable() or c in "\n\t" for c in decoded)
+        if " " in decoded and printable >= 0.95 * len(decoded):
+            out.append(" ".join(decoded.split()).lower())
+    return out
+
+
+def _hits(raw: str, display: str, lowered: str, index: _Index) -> list[_Hit]:
+    """All rule matches in ``lowered`` and in the texts derived from it, by position, id.
+
+    ``raw`` is the text ``display`` and ``lowered`` were prepared from (same lines); base64
+    blobs are decoded from it, case intact. A derived match covers the lines it came from.
+    """
+    present = _present(lowered, index)
+    hits: list[_Hit] = [
+        (s, e, rule, display, "") for s, e, rule in _matches(lowered, index, present)
+    ]
+    if len(present & _SPACED_LETTERS) >= _SPACED_MIN_LETTERS:
+        despaced = _despaced(lowered)
+        if despaced != lowered:
+            starts, dstarts = _line_starts(lowered), _line_starts(despaced)
+            for s, e, rule in _matches(despaced, index):
+                first = bisect.bisect_right(dstarts, s) - 1
+                last = bisect.bisect_right(dstarts, max(s, e - 1)) - 1
+                end = starts[last + 1] - 1 if last + 1 < len(starts) else len(lowered)
+                excerpt = despaced[s:e]
+                hits.append((starts[first], end, rule, excerpt, " in spaced-out letters"))
+    hints = present & _B64_HINTS
+    if hints:
+        raw_lines, starts = raw.split("\n"), _line_starts(lowered)
+        for span_start, span_end in _hinted_spans(lowered, hints):
+            first = bisect.bisect_right(starts, span_start) - 1
+            last = bisect.bisect_right(starts, max(span_start, span_end - 1)) - 1
+            for decoded in _decoded_blobs("\n".join(raw_lines[first : last + 1])):
+                for s, e, rule in _matches(decoded, index):
+                    hits.append((span_start, span_end, rule, decoded[s:e], " in decoded base64"))
+    hits.sort(key=lambda h: (h[0], h[2].id))
+    return hits
+
+
 def _line_starts(text: str) -> list[int]:
     starts, offset = [], 0
     for line in text.split("\n"):
@@ -236,10 +380,11 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
-def _finding(normalized: str, start: int, end: int, rule: _Rule) -> Finding:
-    excerpt = _excerpt(normalized, start, end)
+def _finding(hit: _Hit) -> Finding:
+    start, end, rule, source, note = hit
+    excerpt = _excerpt(source, start, end) if not note else _excerpt(source, 0, len(source))
     return Finding(id=rule.id, category=rule.category,
-                   message=f"{rule.why}: matched {excerpt!r}", excerpt=excerpt)
+                   message=f"{rule.why}: matched {excerpt!r}{note}", excerpt=excerpt)
 
 
 def _too_large(length: int) -> Finding:
@@ -266,10 +411,10 @@ def scan(text: str, *, home: str | os.PathLike[str] | None = None) -> list[Findi
         findings = _invisible_findings(text) + findings
     display, lowered = _prepare(text)
     seen = {f.id for f in findings}
-    for start, end, rule in _matches(lowered, _index_for(home)):
-        if rule.id not in seen:
-            seen.add(rule.id)
-            findings.append(_finding(display, start, end, rule))
+    for hit in _hits(text, display, lowered, _index_for(home)):
+        if hit[2].id not in seen:
+            seen.add(hit[2].id)
+            findings.append(_finding(hit))
     return findings
 
 
@@ -312,11 +457,12 @@ def scan_lines(
     bad: set[int] = set()
     if not text.isascii():
         findings = _invisible_findings(text) + findings
-        bad.update(i for i, line in enumerate(lines) if _INVISIBLE_RE.search(line))
+        bad.update(i for i, line in enumerate(lines) if _hidden(line))
     display, lowered = _prepare(text)
     seen = {f.id for f in findings}
     starts: list[int] = []
-    for start, end, rule in _matches(lowered, _index_for(home)):
+    for hit in _hits(text, display, lowered, _index_for(home)):
+        start, end, rule = hit[0], hit[1], hit[2]
         if not starts:
             starts = _line_starts(lowered)
         first = bisect.bisect_right(starts, start) - 1
@@ -324,7 +470,7 @@ def scan_lines(
         bad.update(range(first, last + 1))
         if rule.id not in seen:
             seen.add(rule.id)
-            findings.append(_finding(display, start, end, rule))
+            findings.append(_finding(hit))
     if not bad:
         return text, findings
     return "\n".join(line for i, line in enumerate(lines) if i not in bad), findings
