@@ -73,6 +73,17 @@ def get_home(ctx: click.Context | None = None, home: Path | None = None) -> Path
     return app.home
 
 
+def home_option(func: F) -> F:
+    """Add a group-level ``--home`` (overrides the root's ``--home``/``--profile`` choice)."""
+    decorator: Any = click.option(
+        "--home",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="memoryport home [default: $MEMORYPORT_HOME or ~/.memoryport].",
+    )
+    return cast(F, decorator(func))
+
+
 def json_option(func: F) -> F:
     """Add ``--json`` (machine-readable output) to a read command."""
     decorator: Any = click.option("--json", "as_json", is_flag=True, help="Print JSON.")

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from memoryport.cli._common import get_home, is_terminal, make_console, plural
+from memoryport.cli._common import get_home, home_option, is_terminal, make_console, plural
 from memoryport.config import load_config
 from memoryport.errors import MemoryportError
 from memoryport.providers.builtin.store import CuratedMemory, WriteResult
@@ -35,13 +35,7 @@ def _store_options(func: _F) -> _F:
         metavar="USER_ID",
         help="Use this user's own profile (memories/users/<id>/USER.md).",
     )(func)
-    func = click.option(
-        "--home",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="memoryport home [default: $MEMORYPORT_HOME or ~/.memoryport].",
-    )(func)
-    return func
+    return home_option(func)
 
 
 def _open_store(home: Path | None, user_id: str) -> CuratedMemory:

@@ -19,6 +19,7 @@ from memoryport.cli._common import (
     Column,
     echo_json,
     get_home,
+    home_option,
     load_home_env,
     plural,
     print_table,
@@ -36,13 +37,7 @@ def _options(func: _F) -> _F:
     func = click.option(
         "--user", "user_id", default="", metavar="USER_ID", help="Only this user's sessions."
     )(func)
-    func = click.option(
-        "--home",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="memoryport home [default: $MEMORYPORT_HOME or ~/.memoryport].",
-    )(func)
-    return func
+    return home_option(func)
 
 
 @contextmanager
