@@ -44,6 +44,12 @@ def test_list_search_show_json(tmp_path: Path) -> None:
     assert code == 0 and [h["id"] for h in data["hits"]] == [ids[0]]
     code, out = _run(tmp_path, "search", "lisbon")
     assert code == 0 and "s1" in out and "Lisbon" in out
+    code, out = _run(tmp_path, "search", "weather", "--json")
+    assert code == 0 and json.loads(out)["hits"] == []  # tool sessions are hidden by default
+    code, out = _run(tmp_path, "search", "weather", "--all-sources", "--json")
+    assert [h["session_id"] for h in json.loads(out)["hits"]] == ["s2"]
+    code, out = _run(tmp_path, "search", "lisbon", "--source", "tool", "--json")
+    assert [h["session_id"] for h in json.loads(out)["hits"]] == ["s2"]
     code, out = _run(tmp_path, "show", "s1", "--json")
     assert code == 0 and len(json.loads(out)["messages"]) == 2
     code, out = _run(tmp_path, "show", "s1", "--user", "bob")

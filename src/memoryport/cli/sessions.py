@@ -127,6 +127,8 @@ def list_command(
 @click.option("--limit", default=20, show_default=True)
 @click.option("--sort", type=click.Choice(["relevance", "newest", "oldest"]), default="relevance")
 @click.option("--role", "roles", multiple=True, help="Only these roles (repeatable).")
+@click.option("--source", "sources", multiple=True, help="Only these sources (repeatable).")
+@click.option("--all-sources", is_flag=True, help="Include hidden sources (tool, subagent).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def search_command(
     home: Path | None,
@@ -135,6 +137,8 @@ def search_command(
     limit: int,
     sort: str,
     roles: tuple[str, ...],
+    sources: tuple[str, ...],
+    all_sources: bool,
     as_json: bool,
 ) -> None:
     """Full-text search over messages (phrases, AND/OR/NOT, prefix*, CJK)."""
@@ -144,6 +148,8 @@ def search_command(
             sort=cast(SortOrder, sort),
             limit=limit,
             roles=roles or None,
+            sources=sources or None,
+            exclude_sources=() if all_sources else None,
         )
     if as_json:
         echo_json(
