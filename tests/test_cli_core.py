@@ -252,3 +252,14 @@ def test_env_file_written_by_cli_is_private(home: Path, monkeypatch: pytest.Monk
     install_plugin(home, "hermes_style")
     run("setup", "hermes_style", "--set", "api_key=abc", "--yes", "--no-install")
     assert stat.S_IMODE((home / ".env").stat().st_mode) == 0o600
+
+
+def test_config_set_provider_warns_when_not_installed(tmp_path: Path) -> None:
+    runner = CliRunner()
+    home = tmp_path / "home"
+    result = runner.invoke(main, ["--home", str(home), "config", "set", "memory.provider", "nope"])
+    assert result.exit_code == 0
+    assert "warning: no memory provider named 'nope' is installed yet" in result.output
+    assert "memoryport providers list" in result.output
+    cleared = runner.invoke(main, ["--home", str(home), "config", "set", "memory.provider", ""])
+    assert cleared.exit_code == 0 and "warning" not in cleared.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -54,6 +55,23 @@ def set_command(key: str, value: str) -> None:
     home = get_home()
     set_value(home, key, value)
     click.echo(f"{key} = {_render(get_value(home, key))}")
+    if key == "memory.provider" and value.strip():
+        _warn_if_not_installed(home, value.strip())
+
+
+def _warn_if_not_installed(home: Path, name: str) -> None:
+    """Warn when the newly selected provider is not installed (discovery imports nothing)."""
+    from memoryport.plugins.discovery import discover
+
+    found = discover(home)
+    if found.get(name) is None:
+        known = ", ".join(sorted(found.providers)) or "none"
+        click.echo(
+            f"warning: no memory provider named {name!r} is installed yet (installed: "
+            f"{known}); until it is, agents run with built-in memory only. Install it, or "
+            "copy its plugin directory to <home>/plugins/ (`memoryport providers list`).",
+            err=True,
+        )
 
 
 @config_group.command("path")
