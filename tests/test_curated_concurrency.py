@@ -1,7 +1,7 @@
 """Many writer processes, and writers killed with SIGKILL mid-write, never lose an entry.
 
-Children are created with ``os.fork`` (cheap: no interpreter start-up), always leave with
-``os._exit`` and report through pipes.
+Children are created with ``os.fork`` (cheap: no interpreter start-up; the suite runs on
+POSIX), always leave with ``os._exit`` and report through pipes.
 """
 
 from __future__ import annotations
@@ -14,12 +14,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from memoryport.providers.builtin import CuratedMemory
 from memoryport.storage.markdown import parse_entries, render_entries
-
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (POSIX)")
 
 _BIG = 10**8  # budget raised so that only concurrency, not capacity, is under test
 
