@@ -7,7 +7,7 @@
 skips both ingest runs for that size and measures latency on it (the 1M build takes
 minutes); the ingest figures are then reported as ``null``.
 
-The corpus replays LoCoMo dialogue (/work/shared/data/locomo-dev.json) into sessions of
+The corpus replays LoCoMo dialogue (../shared/data/locomo-dev.json beside the repo) into sessions of
 20-200 messages with varied sources, users and timestamps. To give every query class a
 known shape, 40% of messages carry the word "really" (common), a Zipf-like pseudo-word
 vocabulary adds a long tail, every 10,000th message has a rare word, 2% are CJK
@@ -32,7 +32,7 @@ from typing import Any
 from memoryport.providers.sessions import create_sessions_provider
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
 
-DATA = Path("/work/shared/data/locomo-dev.json")
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
 RESULTS = Path(__file__).parent / "results" / "bench_sessions.json"
 SOURCES = ["cli", "cli", "api", "telegram", "discord", "cron", "tool", "mcp"]
 CJK = [

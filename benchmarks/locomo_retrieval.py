@@ -1,10 +1,13 @@
-"""LLM-free retrieval benchmark on LoCoMo (protocol: /work/shared/data/README.md).
+"""LLM-free retrieval benchmark on LoCoMo (protocol: ../shared/data/README.md).
 
 One index per conversation, one document per dialogue turn (text prefixed with the speaker
 name, keyed by dia_id); every QA item queries with its question; ranked dia_ids are scored
 against the evidence: recall@1/5/10, MRR, nDCG@10, and latency p50/p95, per category.
 
     python benchmarks/locomo_retrieval.py --backend sessions [--data PATH] [--json OUT]
+
+The data file defaults to ``../shared/data/locomo-dev.json`` next to the repository
+(resolved from this file, so any working directory works), or ``$MEMORYPORT_LOCOMO_DATA``.
 
 Backends are entries of ``BACKENDS`` (name -> factory returning a ``RetrievalIndex``);
 add one there to compare another retrieval layer on the same protocol.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -23,7 +27,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-DEFAULT_DATA = Path("/work/shared/data/locomo-dev.json")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_data() -> Path:
+    """``$MEMORYPORT_LOCOMO_DATA``, else ``../shared/data/locomo-dev.json`` beside the repo."""
+    env = os.environ.get("MEMORYPORT_LOCOMO_DATA")
+    if env:
+        return Path(env).expanduser()
+    return (REPO.parent / "shared" / "data" / "locomo-dev.json").resolve()
+
+
+DEFAULT_DATA = default_data()
 
 
 class RetrievalIndex(Protocol):
@@ -186,6 +201,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
     args = parser.parse_args(argv)
+    if not args.data.is_file():
+        parser.error(
+            f"LoCoMo data file not found: {args.data}. Pass --data PATH or set "
+            "MEMORYPORT_LOCOMO_DATA (the default is ../shared/data/locomo-dev.json "
+            "relative to the repository)."
+        )
     report = run(args.backend, args.data)
     _print(report)
     if args.json:
