@@ -1,18 +1,21 @@
 # Two commands set everything up on a fresh machine with Python 3.11 and make:
-#   make run   -- create .venv, install, run the main job
-#   make test  -- create .venv, install with the dev extra, run ruff, mypy --strict and pytest
+#   make run    -- create .venv, install (with the agent extra, so `memoryport chat` works),
+#                  run the main job (examples/quickstart.py), say how to activate the venv
+#   make test   -- create .venv, install with the dev extra, run ruff, mypy --strict and pytest
+#   make stress -- the crash/concurrency/disk-full stress scripts (benchmarks/stress/)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint typecheck bench clean system-deps
+.PHONY: run test lint typecheck bench stress clean system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+# The agent extra is small (the `openai` SDK) and makes `memoryport chat` work after `make run`.
+$(VENV)/.installed-run: pyproject.toml Makefile | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[agent]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
@@ -21,6 +24,13 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 
 run: $(VENV)/.installed-run
 	$(BIN)/python examples/quickstart.py
+	@echo ""
+	@echo "memoryport is installed in $(VENV) (with the agent extra, for memoryport chat)."
+	@echo "Activate the environment to use it from this shell:"
+	@echo "    source $(VENV)/bin/activate"
+	@echo "then, for example:"
+	@echo "    memoryport status"
+	@echo "    memoryport chat --base-url http://localhost:11434/v1 --model llama3.1"
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests benchmarks examples
@@ -46,6 +56,10 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/bench_turn.py
 	$(BIN)/python benchmarks/bench_sessions.py
 	$(BIN)/python benchmarks/locomo_retrieval.py --backend sessions
+
+# Not timed tests: each scenario prints acknowledged vs stored and fails on any loss or corruption.
+stress: $(VENV)/.installed-run
+	$(BIN)/python -m benchmarks.stress
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
