@@ -461,3 +461,21 @@ def test_first_turn_of_a_session_is_warmed_synchronously() -> None:
         "third question",
     ]
     m.shutdown_all()
+
+
+@pytest.mark.parametrize("bad", ["", "   ", None])
+def test_switch_to_an_empty_session_id_is_ignored(bad: Any) -> None:
+    m = manager()
+    rec = Recorder("rec")
+    m.add_provider(rec)
+    m.initialize_all("s1")
+    m.on_session_switch(bad, reason="new")
+    m.on_session_switch("s2", reason="new")
+    m.shutdown_all()
+    switches = [args for name, args, _ in rec.calls if name == "on_session_switch"]
+    assert switches == [("s2",)]  # the empty switch never reached the provider
+    m2 = manager()
+    m2.initialize_all("s1")
+    m2.on_session_switch(bad)
+    assert m2.session_id == "s1"  # not reset
+    m2.shutdown_all()

@@ -442,7 +442,14 @@ class MemoryManager:
         reason: str = "",
         **kwargs: Any,
     ) -> None:
-        """Record the new session id and queue the switch for every provider."""
+        """Record the new session id and queue the switch for every provider.
+
+        An empty or ``None`` id is ignored (logged): it is not delivered to providers and
+        the current session id is kept.
+        """
+        if not isinstance(new_session_id, str) or not new_session_id.strip():
+            log.warning("ignored on_session_switch to an empty session id %r", new_session_id)
+            return
         self._session_id = new_session_id
         kwargs.update(parent_session_id=parent_session_id, reset=reset, reason=reason)
         self._enqueue("on_session_switch", (new_session_id,), kwargs)
