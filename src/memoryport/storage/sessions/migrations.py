@@ -210,16 +210,34 @@ def m005_bulk_fts_insert(conn: Transaction) -> None:
     """)
 
 
+@_migration
+def m006_message_time_index(conn: Transaction) -> None:
+    """An index for chronological search (``sort=newest/oldest`` order by message time,
+    ties by id), so imported older sessions sort by when they happened."""
+    conn.executescript("""
+    CREATE INDEX messages_time ON messages(timestamp, id);
+    """)
+
+
 def _ensure_table(conn: sqlite3.Connection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
     )
 
 
+def _done(conn: sqlite3.Connection) -> set[str]:
+    try:
+        return {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return set()
+        raise
+
+
 def applied(conn: sqlite3.Connection) -> list[str]:
-    """Names of applied migrations, in the order they were defined."""
-    _ensure_table(conn)
-    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    """Names of applied migrations, in the order they were defined (read-only: a store
+    whose ``_migrations`` table does not exist yet has none)."""
+    done = _done(conn)
     return [name for name, _ in MIGRATIONS if name in done]
 
 
@@ -235,16 +253,27 @@ def migrate(conn: sqlite3.Connection, *, stop_before: str | None = None) -> list
     The connection must be in autocommit mode (``isolation_level=None``). Each migration
     and its ``_migrations`` record commit together; a failure rolls that one back and
     raises ``MigrationError``, leaving the database at the last good migration.
+
+    Safe when several processes open a fresh database at once: each migration runs in a
+    ``BEGIN IMMEDIATE`` transaction (one writer at a time) that re-reads ``_migrations``
+    under that lock, so the first process applies it and the others find it done. A
+    busy lock raises ``sqlite3.OperationalError`` for the caller's retry loop.
     """
-    todo = set(pending(conn))
+    wanted = [name for name, _ in MIGRATIONS]
+    if stop_before in wanted:
+        wanted = wanted[: wanted.index(stop_before)]
+    if not set(wanted) - _done(conn):
+        return []  # up to date: no write lock taken (read-only stores open too)
     done: list[str] = []
     for name, fn in MIGRATIONS:
-        if name == stop_before:
+        if name not in wanted:
             break
-        if name not in todo:
-            continue
+        conn.execute("BEGIN IMMEDIATE")  # busy errors propagate to the retry loop
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            _ensure_table(conn)
+            if name in _done(conn):
+                conn.execute("COMMIT")
+                continue
             fn(Transaction(conn))
             conn.execute(
                 "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)", (name, time.time())

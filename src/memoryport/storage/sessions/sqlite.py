@@ -74,6 +74,31 @@ _BULK_INDEX = (
 )
 
 
+def _must_open_read_only(path: Path) -> bool:
+    """True when ``path`` or its directory is not writable (a missing file in an
+    unwritable directory raises ``OSError`` saying so: it cannot be created)."""
+    directory = path.parent
+    while not directory.exists() and directory != directory.parent:
+        directory = directory.parent
+    dir_writable = os.access(directory, os.W_OK | os.X_OK)
+    if not path.exists():
+        if not dir_writable:
+            raise PermissionError(
+                f"cannot create it: {directory} is read-only for this user; make it"
+                " writable or point MEMORYPORT_HOME at a writable home"
+            )
+        return False
+    return not (dir_writable and os.access(path, os.W_OK))
+
+
+def _why(exc: BaseException) -> str:
+    """The error text, saying "read-only" when that is the cause."""
+    text = str(exc)
+    if "readonly" in text.lower().replace("-", "").replace(" ", ""):
+        return f"{text} (the database or its directory is read-only for this user)"
+    return text
+
+
 def _create_private_file(path: Path) -> None:
     """Create a new database file with mode 0600 (its directory 0700); keep existing ones.
 
@@ -113,39 +138,73 @@ class SQLiteSessionStore(SessionStore):
         self.user_id = user_id or None
         self.hidden_sources = tuple(hidden_sources)
         self.journal_mode = ""
+        self.read_only = False
+        """True when the file or its directory is not writable: reads work, writes raise."""
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         try:
-            if self.path != ":memory:":
+            self.read_only = self.path != ":memory:" and _must_open_read_only(Path(self.path))
+            if self.path != ":memory:" and not self.read_only:
                 _create_private_file(Path(self.path))
-            conn = sqlite3.connect(
-                self.path,
-                timeout=busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-                factory=self.connection_factory,
-            )
+            conn = self._connect(busy_timeout)
             self._conn = conn
             self._configure(conn, busy_timeout)
+            if self.read_only and migrations.pending(conn):
+                raise StoreError(self._read_only_message("it needs a schema upgrade"))
             self._retry(lambda: migrations.migrate(conn))
         except sqlite3.Error as exc:
             self.close()
-            raise StoreError(f"session database unavailable at {self.path}: {exc}") from exc
+            raise StoreError(f"session database unavailable at {self.path}: {_why(exc)}") from exc
         except OSError as exc:
-            raise StoreError(f"session database unavailable at {self.path}: {exc}") from exc
+            raise StoreError(f"session database unavailable at {self.path}: {_why(exc)}") from exc
+        except StoreError:
+            self.close()
+            raise
+
+    def _connect(self, busy_timeout: float) -> sqlite3.Connection:
+        """Open the connection; a read-only store opens with ``mode=ro``, falling back to
+        ``immutable=1`` when SQLite cannot create the WAL index beside a WAL database."""
+        options: dict[str, Any] = {
+            "timeout": busy_timeout,
+            "isolation_level": None,
+            "check_same_thread": False,
+            "factory": self.connection_factory,
+        }
+        if not self.read_only:
+            return sqlite3.connect(self.path, **options)
+        uri = f"{Path(self.path).resolve().as_uri()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, **options)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            if "readonly" not in str(exc):
+                raise
+        return sqlite3.connect(uri + "&immutable=1", uri=True, **options)
+
+    def _read_only_message(self, what: str) -> str:
+        return (
+            f"session database at {self.path} is read-only (the file or its directory is"
+            f" not writable) and {what}; make {Path(self.path).parent} and the file writable"
+            " by this user, or point MEMORYPORT_HOME at a writable home"
+        )
 
     # ------------------------------------------------------------------ plumbing
     def _configure(self, conn: sqlite3.Connection, busy_timeout: float) -> None:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         conn.execute("PRAGMA cache_size = -32000")
         conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        if self.read_only:
+            self.journal_mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+            return
         self.journal_mode = self._set_journal_mode(conn)
         conn.execute(
             "PRAGMA synchronous = NORMAL"
             if self.journal_mode == "wal"
             else "PRAGMA synchronous = FULL"
         )
-        conn.execute("PRAGMA temp_store = MEMORY")
 
     def _set_journal_mode(self, conn: sqlite3.Connection) -> str:
         if self.path == ":memory:":
@@ -200,11 +259,13 @@ class SQLiteSessionStore(SessionStore):
                 raise
             return result
 
+        if self.read_only:
+            raise StoreError(self._read_only_message("cannot be written"))
         with self._lock:
             try:
                 return self._retry(attempt)
             except sqlite3.Error as exc:
-                raise StoreError(f"session database write failed: {exc}") from exc
+                raise StoreError(f"session database write failed: {_why(exc)}") from exc
 
     def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
