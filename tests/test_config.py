@@ -133,7 +133,7 @@ def test_unknown_keys_warn(home: Path) -> None:
         ({"memory": {"nudge_interval": True}}, ["memory.nudge_interval", "True", "integer"]),
         ({"sessions": {"backend": "mysql"}}, ["sessions.backend", "'mysql'", "sqlite, postgres"]),
         ({"sessions": {"hidden_sources": "tool"}}, ["sessions.hidden_sources", "list of strings"]),
-        ({"memory": {"user_char_limit": 0}}, ["memory.user_char_limit", "0", "at least 1"]),
+        ({"memory": {"user_char_limit": 0}}, ["memory.user_char_limit", "0", "from 1 to 1000000"]),
         ({"memory": ["not", "a", "mapping"]}, ["memory", "mapping"]),
     ],
 )

@@ -14,10 +14,11 @@ I/O at import time.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -32,10 +33,16 @@ from memoryport.config.envfile import (
     load_env_into_environ,
     parse_env,
     read_env,
+    read_text,
     write_env,
 )
+from memoryport.config.providers import (
+    missing_env_vars,
+    provider_env_var,
+    validate_provider_config,
+)
+from memoryport.config.secrets import holds_secret
 from memoryport.errors import ConfigError
-from memoryport.provider import validate_config
 
 __all__ = [
     "DEFAULT_HOME",
@@ -165,6 +172,18 @@ _CONSTRAINTS: dict[str, tuple[tuple[str, ...] | None, float | None]] = {
     "agent.max_tool_iterations": (None, 1),
 }
 
+# Largest value of each numeric setting (the smallest is in _CONSTRAINTS).
+_MAXIMA: dict[str, float] = {
+    "memory.memory_char_limit": 1_000_000,
+    "memory.user_char_limit": 1_000_000,
+    "memory.max_external_providers": 64,
+    "memory.prefetch_deadline_s": 600,
+    "memory.context_budget_chars": 1_000_000,
+    "memory.nudge_interval": 100_000,
+    "agent.compression_threshold_chars": 100_000_000,
+    "agent.max_tool_iterations": 1_000,
+}
+
 
 # --------------------------------------------------------------------------- home
 
@@ -258,9 +277,34 @@ def _check_value(dotted: str, value: Any, tp: Any) -> Any:
     choices, minimum = _CONSTRAINTS.get(dotted, (None, None))
     if choices is not None and value not in choices:
         raise ConfigError(f"{dotted}: {value!r} is not one of {', '.join(choices)}")
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"{dotted}: {value!r} is not valid; expected at least {minimum:g}")
+    if tp in (int, float):
+        _check_range(dotted, value, minimum, _MAXIMA.get(dotted))
     return value
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _check_range(dotted: str, value: float, minimum: float | None, maximum: float | None) -> None:
+    """Refuse a non-finite number or one outside ``[minimum, maximum]``, naming the range."""
+    low = "" if minimum is None else _number(minimum)
+    high = "" if maximum is None else _number(maximum)
+    wanted = (
+        f"a finite number from {low} to {high}"
+        if low and high
+        else f"a finite number of at least {low}"
+        if low
+        else f"a finite number of at most {high}"
+        if high
+        else "a finite number"
+    )
+    finite = math.isfinite(value)
+    too_low = minimum is not None and finite and value < minimum
+    too_high = maximum is not None and finite and value > maximum
+    if not finite or too_low or too_high:
+        shown = value if abs(value) < 1e30 or not finite else f"{value:.3g}"
+        raise ConfigError(f"{dotted}: {shown!r} is out of range; expected {wanted}")
 
 
 def _hints(block: type[Any]) -> dict[str, Any]:
@@ -275,7 +319,7 @@ def _build_block(name: str, raw: Any, source: str) -> Any:
     if raw is None:
         return block()
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{name}: {raw!r} is not valid; expected a mapping of settings")
+        raise ConfigError(f"{source}: {name}: {raw!r} is not valid; expected a mapping of settings")
     hints = _hints(block)
     values: dict[str, Any] = {}
     for key, value in raw.items():
@@ -283,7 +327,10 @@ def _build_block(name: str, raw: Any, source: str) -> Any:
         if key not in hints:
             _warn(f"{source}: unknown key {dotted!r} ignored (known: {', '.join(hints)})")
             continue
-        values[key] = _check_value(dotted, value, hints[key])
+        try:
+            values[key] = _check_value(dotted, value, hints[key])
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
     return block(**values)
 
 
@@ -325,19 +372,36 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> Config:
     return Config(providers=providers, hermes_sections=hermes_sections, **blocks)
 
 
+def _yaml_problem(path: Path, exc: yaml.YAMLError) -> ConfigError:
+    """Name the file and line of a YAML error, and say what to do."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return ConfigError(
+        f"{path}: {where}not valid YAML ({problem}); fix that line, or move the file "
+        "away to start again from the defaults"
+    )
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    text = read_text(path)
+    if text is None:
         return {}
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        raise _yaml_problem(path, exc) from None
+    except RecursionError:
+        raise ConfigError(
+            f"{path}: not valid YAML (nested too deeply); fix the file or move it away"
+        ) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: expected a mapping (memory:, sessions:, ...) at the top level, got "
+            f"{type(data).__name__}; fix the file or move it away"
+        )
     return data
 
 
@@ -373,9 +437,19 @@ def save_config(home: Path, config_or_updates: Config | Mapping[str, Any]) -> Co
     )
     data = _merge(_read_yaml(path), updates)
     config = config_from_dict(data, source=str(path))
-    with atomic_write(path) as handle:
+    with atomic_write(path, mode=_file_mode(path, data)) as handle:
         yaml.safe_dump(data, handle, sort_keys=False, default_flow_style=False)
     return config
+
+
+def _file_mode(path: Path, data: Mapping[str, Any]) -> int:
+    """0600 when the config holds a secret; else the file's current mode (0644 if new)."""
+    if holds_secret(data):
+        return 0o600
+    try:
+        return os.stat(path).st_mode & 0o777
+    except OSError:
+        return 0o644
 
 
 def _split_key(dotted: str) -> tuple[str, str]:
@@ -425,7 +499,7 @@ def coerce(dotted: str, value: Any, tp: Any) -> Any:
             return int(text)
         if tp is float:
             return float(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise ConfigError(f"{dotted}: {value!r} is not valid; expected {_type_name(tp)}") from None
     if tp is list:
         if text.startswith("["):
@@ -440,77 +514,41 @@ def _guess_scalar(value: str) -> Any:
     """Provider sections have no declared types: read YAML scalars (``3`` -> 3, ``true``)."""
     try:
         parsed = yaml.safe_load(value)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return value
     return parsed if isinstance(parsed, bool | int | float | str | list) else value
 
 
+def _check_text(what: str, text: str) -> None:
+    """Refuse text that cannot be stored as UTF-8 (bytes a terminal could not decode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(
+            f"{what} holds bytes that are not valid UTF-8; type it again as UTF-8 text"
+        ) from None
+
+
 def set_value(home: Path, dotted: str, value: Any) -> Config:
-    """Set one setting and write ``config.yaml``; strings are coerced to the declared type."""
+    """Set one setting and write ``config.yaml``; strings are coerced to the declared type.
+
+    A refused value (wrong type, out of range, not UTF-8) raises ``ConfigError`` and
+    leaves ``config.yaml`` unchanged.
+    """
+    _check_text("the key", dotted)
+    if isinstance(value, str):
+        _check_text(f"the value of {dotted}", value)
     section, key = _split_key(dotted)
     if section in _BLOCKS:
         hints = _hints(_BLOCKS[section])
         if key not in hints:
             raise ConfigError(f"{dotted}: unknown setting (known: {', '.join(hints)})")
-        value = coerce(dotted, value, hints[key])
+        value = _check_value(dotted, coerce(dotted, value, hints[key]), hints[key])
     else:
         validate_name(section, "provider section")
         if isinstance(value, str):
             value = _guess_scalar(value)
     return save_config(home, {section: {key: value}})
-
-
-# --------------------------------------------------------------------------- providers
-
-
-def provider_env_var(provider: str, fieldspec: Mapping[str, Any]) -> str:
-    """Environment variable of a schema field: its ``env_var``, else ``<PROVIDER>_<KEY>``."""
-    explicit = fieldspec.get("env_var")
-    if isinstance(explicit, str) and explicit:
-        return explicit
-    return re.sub(r"[^A-Z0-9_]", "_", f"{provider}_{fieldspec.get('key', '')}".upper())
-
-
-def validate_provider_config(
-    provider: str,
-    schema: Sequence[Mapping[str, Any]],
-    config: Config,
-    home: Path,
-) -> list[str]:
-    """Check a provider's config section (plus secrets from env/.env) against its schema.
-
-    Returns every problem at once (empty when valid). Secret and ``env_var`` fields count
-    as present when their environment variable is set in the environment or ``.env``.
-    Only the top-level section is checked: a Hermes-style ``memory.<name>`` section
-    belongs to the provider, which reads and validates it itself.
-    """
-    values = dict(config.providers.get(provider, {}))
-    for spec in schema:
-        key = spec.get("key")
-        if not isinstance(key, str) or key in values:
-            continue
-        if spec.get("secret") or spec.get("env_var"):
-            secret = get_secret(home, provider_env_var(provider, spec))
-            if secret is not None:
-                values[key] = secret
-    return validate_config(schema, values)
-
-
-def missing_env_vars(
-    provider: str, schema: Sequence[Mapping[str, Any]], config: Config, home: Path
-) -> list[str]:
-    """Names of environment variables a provider requires that are set nowhere."""
-    section = config.provider_section(provider)
-    missing: list[str] = []
-    for spec in schema:
-        if not (spec.get("secret") or spec.get("env_var")) or not spec.get("required"):
-            continue
-        if spec.get("key") in section or spec.get("default") not in (None, ""):
-            continue
-        name = provider_env_var(provider, spec)
-        if get_secret(home, name) is None:
-            missing.append(name)
-    return missing
 
 
 def block_fields() -> dict[str, list[str]]:
