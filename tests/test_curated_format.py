@@ -188,11 +188,12 @@ def test_drift_is_backed_up_and_refused(tmp_path: Path, raw: str, reason: str) -
     backup = Path(info.value.details["drift_backup"])
     assert backup.name.startswith("MEMORY.md.bak.")
     assert backup.read_text(encoding="utf-8") == raw
-    assert "§" in info.value.details["remediation"]
+    assert "Removing an entry always works" in info.value.details["remediation"]
     assert info.value.to_dict()["success"] is False
 
 
-def test_drift_backups_get_unique_names(tmp_path: Path) -> None:
+def test_one_backup_per_drift_event(tmp_path: Path) -> None:
+    """Retrying a refused write reuses the backup; a new drifted content gets a new one."""
     target = tmp_path / "USER.md"
     target.write_text("a\n§\na", encoding="utf-8")
     file = MarkdownFile(target, char_limit=60)
@@ -201,8 +202,24 @@ def test_drift_backups_get_unique_names(tmp_path: Path) -> None:
         with pytest.raises(DriftError) as info:
             file.mutate(lambda state: (["x"], None))
         backups.add(info.value.details["drift_backup"])
-    assert len(backups) == 5
-    assert all(Path(path).read_text(encoding="utf-8") == "a\n§\na" for path in backups)
+    assert len(backups) == 1
+    assert len(list(tmp_path.glob("USER.md.bak.*"))) == 1
+    assert Path(backups.pop()).read_text(encoding="utf-8") == "a\n§\na"
+    target.write_text("b\n§\nb", encoding="utf-8")
+    with pytest.raises(DriftError):
+        file.mutate(lambda state: (["x"], None))
+    assert len(list(tmp_path.glob("USER.md.bak.*"))) == 2
+
+
+def test_allow_drift_backs_up_once_then_writes(tmp_path: Path) -> None:
+    target = tmp_path / "MEMORY.md"
+    raw = "keep\n§\n" + "z" * 100
+    target.write_text(raw, encoding="utf-8")
+    file = MarkdownFile(target, char_limit=60)
+    seen = file.mutate(lambda state: (["keep"], state.drift_backup), allow_drift=True)
+    assert seen is not None and seen.read_text(encoding="utf-8") == raw
+    assert file.read_entries() == ["keep"]
+    assert list(tmp_path.glob("MEMORY.md.bak.*")) == [seen]
 
 
 def test_trailing_newline_from_an_editor_is_not_drift(tmp_path: Path) -> None:

@@ -88,7 +88,7 @@ def test_errors_are_json_never_exceptions(provider: BuiltinMemoryProvider) -> No
     cases: list[tuple[dict[str, Any], str]] = [
         ({"action": "add", "target": "notes", "content": "x"}, "Invalid target 'notes'"),
         ({"action": "read", "target": "memory"}, "Unknown action 'read'"),
-        ({"action": "add", "target": "memory"}, "cannot be empty"),
+        ({"action": "add", "target": "memory"}, "content is required"),
         ({"action": "remove", "target": "memory"}, "needs old_text"),
         ({"action": "replace", "target": "memory", "old_text": "nope", "content": "y"},
          "No entry in MEMORY.md matched"),

@@ -174,22 +174,34 @@ def test_secret_path_under_home_is_refused(store: CuratedMemory, tmp_path: Path)
         store.add("memory", f"Read the API keys from {tmp_path}/.env when needed.")
 
 
-def test_external_drift_is_backed_up_and_every_mutation_refused(store: CuratedMemory) -> None:
+def test_external_drift_refuses_adds_and_replaces_but_not_removes(store: CuratedMemory) -> None:
     store.add("memory", "fact one")
+    store.add("memory", "fact three")
     path = store.path("memory")
-    appended = path.read_text(encoding="utf-8") + "\n" + "appended by another tool " * 200
+    appended = path.read_text(encoding="utf-8") + "\n§\n" + "appended by another tool " * 200
     path.write_text(appended, encoding="utf-8")
     for mutate in (
         lambda: store.add("memory", "fact two"),
         lambda: store.replace("memory", "fact one", "fact 1"),
-        lambda: store.remove("memory", "fact one"),
-        lambda: store.apply_batch("memory", [{"action": "remove", "old_text": "fact"}]),
+        lambda: store.apply_batch(
+            "memory", [{"action": "remove", "old_text": "three"}, {"action": "add", "content": "x"}]
+        ),
     ):
         with pytest.raises(DriftError) as info:
             mutate()
         assert Path(info.value.details["drift_backup"]).read_text(encoding="utf-8") == appended
+        assert "memoryport memory edit --target memory" in info.value.details["remediation"]
     assert path.read_text(encoding="utf-8") == appended
+    assert len(list(path.parent.glob("MEMORY.md.bak.*"))) == 1
     assert any("edited outside memoryport" in w for w in store.load().warnings)
+    # Removing always works, even the oversized entry itself; the backup is reused.
+    removed = store.remove("memory", "appended by another tool")
+    assert "saved at" in removed.message
+    assert store.entries("memory") == ["fact one", "fact three"]
+    batch = store.apply_batch("memory", [{"action": "remove", "old_text": "three"}])
+    assert batch.entry_count == 1
+    backups = list(path.parent.glob("MEMORY.md.bak.*"))
+    assert len(backups) == 1 and backups[0].read_text(encoding="utf-8") == appended
 
 
 def test_content_with_the_delimiter_line_is_refused(store: CuratedMemory) -> None:

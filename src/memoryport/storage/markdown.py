@@ -41,6 +41,7 @@ __all__ = [
     "entry_problem",
     "parse_entries",
     "render_entries",
+    "valid_text",
 ]
 
 ENTRY_DELIMITER = "\n§\n"
@@ -48,6 +49,19 @@ ENTRY_DELIMITER = "\n§\n"
 
 _TEMP_SUFFIX = ".tmp"
 _T = TypeVar("_T")
+
+
+def valid_text(text: str) -> str:
+    """``text`` as valid UTF-8: lone surrogates become U+FFFD, surrogate pairs are joined.
+
+    Text from JSON (``"\\ud800"``) or from undecodable command-line bytes can hold lone
+    surrogates, which cannot be written as UTF-8; the rest of the text is kept unchanged.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 def parse_entries(raw: str) -> list[str]:
@@ -89,6 +103,9 @@ class FileState:
 
     raw: str
     entries: list[str]
+    drift_backup: Path | None = None
+    """Set when the file had drifted and the mutation was allowed anyway (``allow_drift``):
+    where the drifted text was saved first."""
 
 
 class MarkdownFile:
@@ -102,10 +119,13 @@ class MarkdownFile:
         lock_timeout: seconds to wait for the lock before failing with ``MemoryStoreError``.
     """
 
-    def __init__(self, path: Path, *, char_limit: int, lock_timeout: float = 10.0) -> None:
+    def __init__(
+        self, path: Path, *, char_limit: int, lock_timeout: float = 10.0, drift_hint: str = ""
+    ) -> None:
         self.path = Path(path)
         self.char_limit = char_limit
         self.lock_timeout = lock_timeout
+        self.drift_hint = drift_hint
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self._lock = filelock.FileLock(str(self.lock_path))
         self._swept = False
@@ -148,26 +168,38 @@ class MarkdownFile:
         return None
 
     # ------------------------------------------------------------------ writing
-    def mutate(self, change: Callable[[FileState], tuple[list[str] | None, _T]]) -> _T:
+    def mutate(
+        self,
+        change: Callable[[FileState], tuple[list[str] | None, _T]],
+        *,
+        allow_drift: bool = False,
+    ) -> _T:
         """Run ``change`` under the lock on freshly re-read entries and persist its result.
 
         ``change(state)`` returns ``(new_entries, value)``; ``new_entries`` of None means
         "nothing to write". ``value`` is returned. An exception raised by ``change`` aborts
-        the mutation with nothing written. Raises ``DriftError`` (after writing a backup)
-        when the file on disk has drifted, ``MemoryStoreError`` when the lock cannot be
-        taken or the write fails.
+        the mutation with nothing written. When the file on disk has drifted, a backup is
+        written (one per drifted content: a retry reuses it) and ``DriftError`` is raised,
+        unless ``allow_drift`` (used for removals, which must always work): then ``change``
+        runs on the parsed entries with ``state.drift_backup`` set. ``MemoryStoreError``
+        when the lock cannot be taken or the write fails (the file is then unchanged).
         """
         with self._locked():
             self._sweep_temp_files()
             raw = self.read_raw()
             entries = parse_entries(raw)
             reason = self.drift_reason(raw, entries)
+            backup: Path | None = None
             if reason is not None:
-                raise self._drift_error(raw, reason)
-            new_entries, value = change(FileState(raw=raw, entries=list(entries)))
+                if not allow_drift:
+                    raise self._drift_error(raw, reason)
+                backup = self._backup_once(raw)
+            state = FileState(raw=raw, entries=list(entries), drift_backup=backup)
+            new_entries, value = change(state)
             if new_entries is not None:
                 # Entries of a drift-free file are valid already; check only the new ones.
-                self._write(new_entries, known_good=frozenset(entries))
+                good = frozenset(entries) if reason is None else frozenset()
+                self._write(new_entries, known_good=good)
             return value
 
     def write_entries(self, entries: Sequence[str]) -> None:
@@ -187,7 +219,12 @@ class MarkdownFile:
             if problem is not None:
                 raise MemoryStoreError(f"Refusing to write {self.path.name}: {problem}.")
         target = self.path.resolve() if self.path.is_symlink() else self.path
-        data = render_entries(entries).encode("utf-8")
+        try:
+            data = render_entries(entries).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MemoryStoreError(
+                f"Refusing to write {self.path.name}: an entry is not valid UTF-8 text ({exc})."
+            ) from exc
         try:
             ensure_private_dir(target.parent)
             _atomic_write(target, data)
@@ -232,15 +269,15 @@ class MarkdownFile:
     def _drift_error(self, raw: str, reason: str) -> DriftError:
         backup: str
         try:
-            backup = str(self._write_backup(raw))
-            kept = f"A copy of the file was saved to {backup}."
-        except OSError as exc:
-            backup = f"(BACKUP FAILED: {exc}; the file is unchanged on disk)"
-            kept = f"The backup copy could not be written ({exc}); the file is unchanged on disk."
-        remediation = (
-            f"Open {self.path} and make each entry a block of text separated from the next "
-            f"by a line holding only '§'; no entry may exceed {self.char_limit:,} chars and "
-            "none may appear twice. Or restore the file from the backup. Then retry."
+            backup = str(self._backup_once(raw))
+            kept = f"A copy of the file is saved at {backup}."
+        except MemoryStoreError as exc:
+            backup = f"(BACKUP FAILED: {exc.__cause__}; the file is unchanged on disk)"
+            kept = f"The backup copy could not be written ({exc.__cause__}); the file is unchanged."
+        remediation = self.drift_hint or (
+            f"Open {self.path} in an editor, split the text into entries of at most "
+            f"{self.char_limit:,} chars each and remove duplicates; or restore the backup. "
+            "Removing an entry always works."
         )
         message = (
             f"Refusing to write {self.path.name}: the file on disk was changed by another "
@@ -248,9 +285,26 @@ class MarkdownFile:
         )
         return DriftError(message, drift_backup=backup, remediation=remediation)
 
-    def _write_backup(self, raw: str) -> Path:
-        stamp = time.strftime("%Y%m%dT%H%M%S") + f"{time.time_ns() % 1_000_000_000:09d}"
+    def _backup_once(self, raw: str) -> Path:
+        """The backup holding exactly ``raw``: an existing one, else a new one.
+
+        One drift event (one drifted content) gets one backup however often writes are
+        retried. Raises ``MemoryStoreError`` when no backup can be written.
+        """
         data = raw.encode("utf-8")
+        prefix = self.path.name + ".bak."
+        try:
+            for candidate in sorted(self.path.parent.iterdir()):
+                if candidate.name.startswith(prefix) and _same_bytes(candidate, data):
+                    return candidate
+            return self._write_backup(data)
+        except OSError as exc:
+            raise MemoryStoreError(
+                f"Cannot back up {self.path} before changing it: {exc}. Nothing was written."
+            ) from exc
+
+    def _write_backup(self, data: bytes) -> Path:
+        stamp = time.strftime("%Y%m%dT%H%M%S") + f"{time.time_ns() % 1_000_000_000:09d}"
         for attempt in range(1000):
             suffix = f".bak.{stamp}" + (f"-{attempt}" if attempt else "")
             candidate = self.path.with_name(self.path.name + suffix)
@@ -259,12 +313,26 @@ class MarkdownFile:
             except FileExistsError:
                 continue
             try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            except OSError:
+                with contextlib.suppress(OSError):
+                    candidate.unlink()
+                raise
             return candidate
         raise OSError(errno.EEXIST, "no free backup name", str(self.path))
+
+
+def _same_bytes(path: Path, data: bytes) -> bool:
+    """True when ``path`` is a regular file holding exactly ``data``."""
+    try:
+        if not path.is_file() or path.stat().st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def _atomic_write(target: Path, data: bytes) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from memoryport.errors import MemoryStoreError
 from memoryport.providers.builtin.prompt import Usage
-from memoryport.storage.markdown import entry_problem
+from memoryport.storage.markdown import entry_problem, valid_text
 
 __all__ = [
     "Change",
@@ -79,11 +79,26 @@ def _preview(entry: str) -> str:
     return entry if len(entry) <= _PREVIEW_CHARS else entry[:_PREVIEW_CHARS] + "..."
 
 
-def clean_content(content: Any, what: str = "Content") -> str:
-    """Strip ``content``; refuse it (``MemoryStoreError``) if empty or not storable."""
-    if not isinstance(content, str) or not content.strip():
-        raise MemoryStoreError(f"{what} cannot be empty.")
-    text = content.strip()
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "..."
+
+
+def clean_content(content: Any, what: str = "content") -> str:
+    """Strip ``content``; refuse it (``MemoryStoreError``) if missing, not a string or empty.
+
+    Lone surrogates are replaced (``valid_text``) so the text is always valid UTF-8. Errors
+    name ``what`` (the argument as the caller knows it) and the wrong value or type.
+    """
+    if content is None:
+        raise MemoryStoreError(f"{what} is required: the text of the entry (a non-empty string).")
+    if not isinstance(content, str):
+        raise MemoryStoreError(
+            f"{what} must be a string, got {type(content).__name__} {_describe(content)}."
+        )
+    text = valid_text(content).strip()
+    if not text:
+        raise MemoryStoreError(f"{what} cannot be empty (got {_describe(content)}).")
     problem = entry_problem(text)
     if problem is not None:
         raise MemoryStoreError(f"{what} cannot be stored as one entry: {problem}.")
@@ -91,10 +106,19 @@ def clean_content(content: Any, what: str = "Content") -> str:
 
 
 def clean_old_text(old_text: Any) -> str:
-    """Strip ``old_text``; refuse an empty or non-string one."""
-    if not isinstance(old_text, str) or not old_text.strip():
-        raise MemoryStoreError("old_text cannot be empty.")
-    return old_text.strip()
+    """Strip ``old_text``; refuse a missing, non-string or empty one (surrogates replaced)."""
+    if old_text is None:
+        raise MemoryStoreError(
+            "old_text is required: a short unique substring of the entry to change."
+        )
+    if not isinstance(old_text, str):
+        raise MemoryStoreError(
+            f"old_text must be a string, got {type(old_text).__name__} {_describe(old_text)}."
+        )
+    text = valid_text(old_text).strip()
+    if not text:
+        raise MemoryStoreError(f"old_text cannot be empty (got {_describe(old_text)}).")
+    return text
 
 
 class Editor:

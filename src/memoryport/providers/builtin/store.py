@@ -5,6 +5,7 @@ Layout under ``home``::
     memories/MEMORY.md                    agent notes (shared by every user)
     memories/USER.md                      user profile (single-user layout)
     memories/users/<safe-id>/USER.md      user profile when a ``user_id`` is given
+    memories/users/<safe-id>/MEMORY.md    agent notes with ``agent_notes="per_user"``
 
 Each target is one :class:`~memoryport.storage.markdown.MarkdownFile` plus a
 :class:`TargetSpec`; nothing branches on target names. Mutations scan the new content first
@@ -18,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,7 @@ from memoryport.providers.builtin.prompt import Usage, compose_prompt, render_bl
 from memoryport.storage.markdown import FileState, MarkdownFile, parse_entries
 
 __all__ = [
+    "AGENT_NOTES_MODES",
     "DEFAULT_MEMORY_CHAR_LIMIT",
     "DEFAULT_USER_CHAR_LIMIT",
     "Change",
@@ -54,6 +57,9 @@ DEFAULT_MEMORY_CHAR_LIMIT = 2200
 """Default whole-file budget of ``MEMORY.md`` in characters."""
 DEFAULT_USER_CHAR_LIMIT = 1375
 """Default whole-file budget of ``USER.md`` in characters."""
+AGENT_NOTES_MODES = ("shared", "per_user")
+"""Where ``MEMORY.md`` lives: one file for every user (``shared``, the reference
+behaviour) or one per user next to that user's ``USER.md`` (``per_user``)."""
 
 _SAFE_ID = re.compile(r"[a-z0-9_-]{1,64}")
 _RESERVED_IDS = frozenset(
@@ -89,6 +95,15 @@ class Snapshot:
     warnings: tuple[str, ...] = ()
 
 
+def _drift_note(state: FileState) -> str:
+    if state.drift_backup is None:
+        return ""
+    return (
+        " The file had been edited outside memoryport; its previous text is saved at "
+        f"{state.drift_backup}."
+    )
+
+
 class CuratedMemory:
     """Agent notes (``memory``) and user profile (``user``) under ``<home>/memories``.
 
@@ -108,25 +123,44 @@ class CuratedMemory:
         memory_enabled: bool = True,
         user_profile_enabled: bool = True,
         lock_timeout: float = 10.0,
+        agent_notes: str = "shared",
     ) -> None:
+        if agent_notes not in AGENT_NOTES_MODES:
+            raise ValueError(
+                f"agent_notes must be one of {', '.join(AGENT_NOTES_MODES)}, got {agent_notes!r}"
+            )
         self.home = Path(home).expanduser()
         self.user_id = user_id
+        self.agent_notes = agent_notes
         memories = self.home / "memories"
         user_dir = memories / "users" / safe_user_id(user_id) if user_id else memories
+        notes_dir = user_dir if agent_notes == "per_user" else memories
         layout = (
             (TargetSpec("memory", "MEMORY.md", "MEMORY (your personal notes)",
-                        memory_char_limit, memory_enabled), memories),
+                        memory_char_limit, memory_enabled), notes_dir),
             (TargetSpec("user", "USER.md", "USER PROFILE (who the user is)",
                         user_char_limit, user_profile_enabled), user_dir),
         )  # fmt: skip
         self._specs = {spec.name: spec for spec, _ in layout}
         self._files = {
             spec.name: MarkdownFile(
-                directory / spec.filename, char_limit=spec.char_limit, lock_timeout=lock_timeout
+                directory / spec.filename,
+                char_limit=spec.char_limit,
+                lock_timeout=lock_timeout,
+                drift_hint=self._drift_hint(spec),
             )
             for spec, directory in layout
         }
         self._snapshot = Snapshot()
+
+    def _drift_hint(self, spec: TargetSpec) -> str:
+        user = f" --user {shlex.quote(self.user_id)}" if self.user_id else ""
+        return (
+            f"Run `memoryport memory edit --target {spec.name}{user}` to fix the file in your "
+            "editor (it is checked when you save and nothing is lost), or restore the backup. "
+            f"Removing an entry always works: `memoryport memory remove --target {spec.name}"
+            f"{user} TEXT`."
+        )
 
     def __repr__(self) -> str:
         return f"CuratedMemory({str(self.home)!r}, user_id={self.user_id!r})"
@@ -143,7 +177,9 @@ class CuratedMemory:
             return self._specs[target]
         except (KeyError, TypeError):
             names = "' or '".join(self._specs)
-            raise MemoryStoreError(f"Invalid target '{target}'. Use '{names}'.") from None
+            raise MemoryStoreError(
+                f"Invalid target {target!r} ({type(target).__name__}). Use '{names}'."
+            ) from None
 
     def is_enabled(self, target: str) -> bool:
         """True when ``target`` accepts writes and appears in the snapshot."""
@@ -196,7 +232,7 @@ class CuratedMemory:
     def replace(self, target: str, old_text: str, content: str) -> WriteResult:
         """Replace the one entry containing ``old_text`` with ``content``."""
         spec, old = self.writable(target), clean_old_text(old_text)
-        text = clean_content(content, "new_content")
+        text = clean_content(content)
         self._scan(text)
 
         def change(state: FileState) -> tuple[list[str] | None, WriteResult]:
@@ -220,9 +256,9 @@ class CuratedMemory:
         def change(state: FileState) -> tuple[list[str] | None, WriteResult]:
             editor = self._editor(spec, state)
             editor.remove(old)
-            return editor.result("Entry removed.")
+            return editor.result("Entry removed." + _drift_note(state))
 
-        return self._files[target].mutate(change)
+        return self._files[target].mutate(change, allow_drift=True)
 
     def apply_batch(self, target: str, operations: Sequence[Mapping[str, Any]]) -> WriteResult:
         """Apply several operations all-or-nothing; only the final size is budget-checked.
@@ -249,9 +285,11 @@ class CuratedMemory:
                     "is all-or-nothing)."
                 )
             )
-            return editor.result(f"Applied {len(editor.changes)} operation(s).")
+            applied = f"Applied {len(editor.changes)} operation(s)."
+            return editor.result(applied + _drift_note(state))
 
-        return self._files[target].mutate(change)
+        only_removes = all(op.action == "remove" for op in ops)
+        return self._files[target].mutate(change, allow_drift=only_removes)
 
     # ------------------------------------------------------------------ snapshot
     def load(self) -> Snapshot:

@@ -145,17 +145,23 @@ def run_memory_tool(store: CuratedMemory | None, args: Mapping[str, Any]) -> Too
 
 
 def _dispatch(store: CuratedMemory, args: Mapping[str, Any]) -> ToolOutcome:
-    target = args.get("target") or "memory"
+    target = args.get("target")
+    if target is None or target == "":
+        target = "memory"
     store.writable(target)
     operations = args.get("operations")
     if operations is not None:
         if not isinstance(operations, list):
-            return _error("'operations' must be a list of {action, content, old_text} objects.")
+            return _error(
+                "'operations' must be a list of {action, content, old_text} objects, got "
+                f"{type(operations).__name__} {_describe(operations)}."
+            )
         return _success(store.apply_batch(target, operations))
     action: Any = args.get("action")
     content: Any = args.get("content")
     old_text: Any = args.get("old_text")
-    if action in ("replace", "remove") and not (isinstance(old_text, str) and old_text.strip()):
+    blank = old_text is None or (isinstance(old_text, str) and not old_text.strip())
+    if action in ("replace", "remove") and blank:
         return _error(
             f"'{action}' needs old_text -- a short unique substring of the entry to "
             f"{action}. Current entries are listed below.",
@@ -168,4 +174,16 @@ def _dispatch(store: CuratedMemory, args: Mapping[str, Any]) -> ToolOutcome:
         return _success(store.replace(target, old_text, content))
     if action == "remove":
         return _success(store.remove(target, old_text))
-    return _error(f"Unknown action '{action}'. Use: add, replace, remove")
+    if action is None:
+        return _error("action is required: 'add', 'replace' or 'remove' (or pass 'operations').")
+    if not isinstance(action, str):
+        return _error(
+            f"action must be a string ('add', 'replace' or 'remove'), got "
+            f"{type(action).__name__} {_describe(action)}."
+        )
+    return _error(f"Unknown action {_describe(action)}. Use: add, replace, remove")
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "..."
