@@ -120,7 +120,9 @@ def test_precedence_and_clash_warning(
     }
     found = discover(home, bundled_dir=bundled, entry_points=eps)
     assert found.providers["alpha"].source == "bundled"
-    assert found.providers["beta"].source == "entry_point"
+    # user folders come before entry points (as in Hermes): installers write them to wrap
+    # or configure the installed package of the same name
+    assert found.providers["beta"].source == "user"
     assert found.providers["gamma"].source == "hermes_entry_point"
     assert len(found.shadowed) == 3
     assert any("shadowed" in p and "'beta'" in p for p in found.problems)
@@ -134,12 +136,14 @@ def test_invalid_entry_point_name_is_reported(home: Path) -> None:
     assert "invalid plugin name" in found.problems[0]
 
 
-def test_bad_plugin_yaml_is_reported(home: Path) -> None:
+def test_bad_plugin_yaml_is_reported_and_the_plugin_still_loads(home: Path) -> None:
     target = install_plugin(home, "duck_typed", "badyaml")
-    (target / "plugin.yaml").write_text("name: [unclosed\n")
+    (target / "plugin.yaml").write_text("name: [unclosed\nversion: 0.2\n")
     found = discover(home, bundled_dir=home / "none", entry_points={})
-    assert "badyaml" not in found.providers
-    assert any("not valid YAML" in p for p in found.problems)
+    assert found.providers["badyaml"].manifest.name == "badyaml"
+    assert found.providers["badyaml"].manifest.version == "0.2"
+    assert any("not valid YAML" in p and "line 2" in p for p in found.problems)
+    assert load("badyaml", home, discovery=found).ok
 
 
 # ----------------------------------------------------------------- loading

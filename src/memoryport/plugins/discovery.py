@@ -4,12 +4,16 @@ Sources, highest precedence first:
 
 1. bundled providers: ``memoryport/providers/<name>/plugin.yaml`` (those marked
    ``builtin: true`` are memoryport's own built-ins and are not listed);
-2. entry points in the group ``memoryport.providers``;
-3. entry points in Hermes' group ``hermes_agent.memory_providers``;
-4. user plugin directories ``<home>/plugins/<name>/`` (``__init__.py`` + ``plugin.yaml``).
+2. user plugin directories ``<home>/plugins/<name>/`` (``__init__.py`` + ``plugin.yaml``);
+3. entry points in the group ``memoryport.providers``;
+4. entry points in Hermes' group ``hermes_agent.memory_providers``.
 
-On a name clash the higher-precedence provider wins and the other is reported. Only
-``plugin.yaml`` files and distribution metadata are read here; no plugin code runs.
+User folders come before entry points, as in Hermes: installers write
+``<home>/plugins/<name>/`` precisely to wrap or configure the installed package of the
+same name. On a name clash the higher-precedence provider wins and the other is reported.
+Only ``plugin.yaml`` files and distribution metadata are read here; no plugin code runs.
+A user or entry-point ``plugin.yaml`` that cannot be parsed is reported and the plugin is
+still listed (Hermes reads the file for metadata only).
 """
 
 from __future__ import annotations
@@ -21,7 +25,12 @@ from importlib import metadata
 from pathlib import Path
 
 from memoryport.errors import PluginError
-from memoryport.plugins.manifest import PluginManifest, read_manifest, validate_plugin_name
+from memoryport.plugins.manifest import (
+    PluginManifest,
+    read_manifest,
+    read_manifest_lenient,
+    validate_plugin_name,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -41,7 +50,7 @@ ENTRY_POINT_GROUP = "memoryport.providers"
 HERMES_ENTRY_POINT_GROUP = "hermes_agent.memory_providers"
 """Hermes' entry-point group; packages written for Hermes are found here."""
 
-SOURCES = ("bundled", "entry_point", "hermes_entry_point", "user")
+SOURCES = ("bundled", "user", "entry_point", "hermes_entry_point")
 """Discovery sources in precedence order."""
 
 _HEURISTIC_BYTES = 8192
@@ -148,17 +157,33 @@ def _bundled(root: Path, result: Discovery) -> Iterable[ProviderInfo]:
         )
 
 
-def _dist_manifest(ep: metadata.EntryPoint) -> tuple[PluginManifest, Path | None]:
-    """Find ``plugin.yaml`` next to the entry point's module via the distribution's RECORD."""
+def _dist_manifest(
+    ep: metadata.EntryPoint, result: Discovery
+) -> tuple[PluginManifest, Path | None]:
+    """Find ``plugin.yaml`` next to the entry point's module via the distribution's RECORD.
+
+    The closest file wins: the module's own package first, then its parents. A parent
+    package's ``plugin.yaml`` that names another provider belongs to another entry and
+    is skipped, so it never lends this entry its name, description or dependencies.
+    """
     dist = ep.dist
     parts = ep.module.split(".")
-    wanted = {"/".join([*parts[:i], "plugin.yaml"]) for i in range(len(parts), 0, -1)}
-    if dist is not None:
-        for packaged in dist.files or ():
-            if packaged.as_posix() in wanted:
-                path = Path(str(dist.locate_file(packaged)))
-                if path.is_file():
-                    return read_manifest(path, ep.name), path.parent
+    depth = {"/".join([*parts[:i], "plugin.yaml"]): i for i in range(len(parts), 0, -1)}
+    packaged_files = {f.as_posix(): f for f in (dist.files or ())} if dist is not None else {}
+    for wanted in sorted(depth, key=lambda w: -depth[w]):
+        packaged = packaged_files.get(wanted)
+        if dist is None or packaged is None:
+            continue
+        path = Path(str(dist.locate_file(packaged)))
+        if not path.is_file():
+            continue
+        manifest, problem = read_manifest_lenient(path, ep.name)
+        if depth[wanted] < len(parts) and manifest.name not in (ep.name, ""):
+            continue  # a parent package's manifest for another entry
+        if problem:
+            result.problems.append(f"entry point {ep.name!r}: {problem}")
+            logger.warning("entry point %r: %s", ep.name, problem)
+        return PluginManifest(**{**vars(manifest), "name": ep.name}), path.parent
     meta = dist.metadata if dist is not None else None
     return (
         PluginManifest(
@@ -177,7 +202,7 @@ def _entry_points(
     for ep in sorted(found, key=lambda e: (e.name, e.value)):
         try:
             validate_plugin_name(ep.name)
-            manifest, path = _dist_manifest(ep)
+            manifest, path = _dist_manifest(ep, result)
         except PluginError as exc:
             result.problems.append(f"entry point {ep.name!r} in {group}: {exc}")
             continue
@@ -220,10 +245,13 @@ def _user(home: Path, result: Discovery) -> Iterable[ProviderInfo]:
             continue
         try:
             validate_plugin_name(entry.name)
-            manifest = read_manifest(entry / "plugin.yaml", entry.name)
         except PluginError as exc:
             result.problems.append(f"user plugin {entry}: {exc}")
             continue
+        manifest, problem = read_manifest_lenient(entry / "plugin.yaml", entry.name)
+        if problem:
+            result.problems.append(f"user plugin {entry.name!r}: {problem}")
+            logger.warning("user plugin %r: %s", entry.name, problem)
         yield ProviderInfo(name=entry.name, source="user", manifest=manifest, path=entry)
 
 
@@ -243,6 +271,7 @@ def discover(
     use_real = entry_points is None
     sources: list[Iterable[ProviderInfo]] = [
         _bundled(bundled_dir or bundled_providers_dir(), result),
+        _user(home, result),
         _entry_points(
             ENTRY_POINT_GROUP,
             "entry_point",
@@ -255,7 +284,6 @@ def discover(
             result,
             None if use_real else eps.get(HERMES_ENTRY_POINT_GROUP, ()),
         ),
-        _user(home, result),
     ]
     for source in sources:
         for info in source:

@@ -44,13 +44,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memoryport.config import resolve_home
+from memoryport.config import profile_name, resolve_home
 from memoryport.provider import MemoryProvider
 
 __all__ = [
+    "AGENT_WORKSPACE",
     "SHIM_NAMES",
     "get_active_home",
     "hermes_shims",
+    "initialize_kwargs",
     "register_plugin_package",
     "set_active_home",
     "shim_builtins",
@@ -61,8 +63,36 @@ __all__ = [
 SHIM_NAMES = ("agent", "agent.memory_provider", "hermes_constants", "tools", "tools.registry")
 """Module names memoryport stands in for while Hermes-style plugins run."""
 
+AGENT_WORKSPACE = "hermes"
+"""``agent_workspace`` passed to ``initialize``: the value Hermes passes, so providers that
+namespace their data by workspace find what they stored under Hermes."""
+
+_OPTIONAL_IDENTITY = ("user_id_alt", "user_name", "chat_name")
+
 _state_lock = threading.Lock()
 _active_home: Path | None = None
+
+
+def initialize_kwargs(
+    home: Path, documented: dict[str, Any], given: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Every keyword Hermes passes to ``initialize``, for providers that require them.
+
+    ``documented`` is ``InitContext.to_kwargs()``; ``given`` are the caller's extra
+    keywords (``user_name``, ``chat_name``, the CLI's ``warning_callback`` and
+    ``status_callback`` ...), which win. Added when missing: ``agent_identity`` (the
+    profile name, ``default`` for the root home), ``agent_workspace``
+    (``AGENT_WORKSPACE``), and ``user_id_alt`` / ``user_name`` / ``chat_name`` as ``""``,
+    so ``kwargs["user_name"]`` in a plugin never raises.
+    """
+    kwargs: dict[str, Any] = {
+        "agent_identity": profile_name(home),
+        "agent_workspace": AGENT_WORKSPACE,
+        **{key: "" for key in _OPTIONAL_IDENTITY},
+    }
+    kwargs.update(documented)
+    kwargs.update(given or {})
+    return kwargs
 
 
 def set_active_home(home: Path) -> None:

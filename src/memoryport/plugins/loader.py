@@ -32,8 +32,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, cast
 
+from memoryport.config import profile_name
 from memoryport.errors import PluginError
 from memoryport.plugins import hermes_compat
+from memoryport.plugins.ctx_tools import RegisteredTool, attach_tools
 from memoryport.plugins.discovery import Discovery, ProviderInfo, discover
 from memoryport.provider import MemoryProvider
 
@@ -80,21 +82,29 @@ class LoadResult:
 class PluginContext:
     """The ``ctx`` handed to ``register(ctx)``.
 
-    ``register_memory_provider`` is captured; the other Hermes registration calls
-    (``register_tool``, ``register_hook``, ``register_cli_command``, ``register_skill`` ...)
-    are accepted and ignored, because memoryport only hosts memory providers.
+    ``register_memory_provider`` and ``register_tool`` are captured: the tools are routed
+    through the registered provider's tool table (``ctx_tools.attach_tools``), as Hermes
+    hands them to the model. The other Hermes registration calls (``register_hook``,
+    ``register_cli_command``, ``register_skill`` ...) are accepted and ignored, because
+    memoryport only hosts memory providers.
     """
 
     def __init__(self, home: Path, plugin: str) -> None:
         self.home = home
         self.hermes_home = str(home)
         self.plugin = plugin
+        self.profile_name = profile_name(home)
         self.providers: list[Any] = []
+        self.tools: list[RegisteredTool] = []
         self.ignored: list[str] = []
 
     def register_memory_provider(self, provider: Any) -> None:
         """Record the provider this plugin offers."""
         self.providers.append(provider)
+
+    def register_tool(self, *args: Any, **kwargs: Any) -> None:
+        """Record a tool (Hermes' signature: name, toolset, schema, handler, check_fn, ...)."""
+        self.tools.append(RegisteredTool.from_call(*args, **kwargs))
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         if not name.startswith("register_"):
@@ -246,6 +256,8 @@ def _resolve(info: ProviderInfo, home: Path, result: LoadResult) -> Any:
         result.warnings.append(
             f"ignored Hermes registrations: {', '.join(sorted(set(ctx.ignored)))}"
         )
+    if ctx.tools and provider is not None and not shape_problems(provider):
+        provider = attach_tools(provider, ctx.tools)
     return provider
 
 
@@ -282,6 +294,10 @@ def load(name: str, home: Path, *, discovery: Discovery | None = None) -> LoadRe
     if info.source == "user":
         prefixes = [_user_module_name(info)]
     hermes_compat.set_active_home(home)
+    for hidden in found.shadowed:
+        if hidden.name == name and hidden.module and hidden.hermes_style:
+            # a user folder wrapping the installed package: its lazy Hermes imports work too
+            hermes_compat.register_plugin_package(hidden.module.partition(".")[0])
     try:
         if info.hermes_style:
             with hermes_compat.hermes_shims():

@@ -18,6 +18,8 @@ __all__ = [
     "normalize_config_fields",
     "parse_manifest",
     "read_manifest",
+    "read_manifest_lenient",
+    "salvage_manifest",
     "validate_plugin_name",
 ]
 
@@ -165,6 +167,14 @@ def parse_manifest(data: Any, default_name: str, source: str = "plugin.yaml") ->
     )
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line: what is wrong and where (``line L, column C``)."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return " ".join(str(exc).split())
+
+
 def read_manifest(path: Path, default_name: str) -> PluginManifest:
     """Read and parse a ``plugin.yaml`` file; a missing file gives a name-only manifest."""
     try:
@@ -174,5 +184,51 @@ def read_manifest(path: Path, default_name: str) -> PluginManifest:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise PluginError(f"{path}: not valid YAML: {exc}", plugin=default_name) from exc
+        problem = _yaml_problem(exc)
+        raise PluginError(f"{path}: not valid YAML: {problem}", plugin=default_name) from exc
     return parse_manifest(data, default_name, str(path))
+
+
+_TOP_LEVEL_RE = re.compile(r"^(version|description)\s*:\s*(.*?)\s*$")
+
+
+def salvage_manifest(text: str, default_name: str) -> PluginManifest:
+    """Metadata from a ``plugin.yaml`` that is not valid YAML, read line by line.
+
+    Only top-level ``version`` and ``description`` lines are taken, each value
+    verbatim after the first ``:`` (so ``description: Memory: local`` keeps its colon),
+    with one level of matching quotes removed. Everything else is left out.
+    """
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _TOP_LEVEL_RE.match(line)
+        if match is None or match.group(1) in found:
+            continue
+        value = match.group(2)
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        found[match.group(1)] = value
+    return PluginManifest(
+        name=default_name,
+        version=found.get("version", ""),
+        description=found.get("description", ""),
+    )
+
+
+def read_manifest_lenient(path: Path, default_name: str) -> tuple[PluginManifest, str]:
+    """Read ``plugin.yaml`` as Hermes does: a broken file is a warning, not a dropped plugin.
+
+    Returns the manifest and a problem message ("" when the file is fine). Hermes reads
+    ``plugin.yaml`` for metadata only and loads the plugin anyway, so a file that is not
+    valid YAML (an unquoted colon in ``description:`` is common) or has a field of the
+    wrong shape gives the metadata that can be salvaged plus a warning.
+    """
+    try:
+        return read_manifest(path, default_name), ""
+    except PluginError as exc:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        manifest = salvage_manifest(text, default_name)
+        return manifest, f"{exc}; loading the plugin anyway with the metadata that could be read"
