@@ -285,7 +285,7 @@ def test_export_import_round_trip(make_store: Any) -> None:
     source.create_session("c", parent_session_id="p", started_at=8.0)
     source.end_session("p", end_reason="compression", ended_at=9.0)
     out = io.StringIO()
-    assert source.export_jsonl(out) == 3
+    assert source.export_jsonl(out) == 5  # header, 2 sessions, 2 messages
     target = make_store()
     report = target.import_jsonl(out.getvalue().splitlines())
     assert (report.sessions_imported, report.messages_imported) == (2, 2)

@@ -1,11 +1,14 @@
-"""JSONL export and import for the SQLite session store (same format as PostgreSQL)."""
+"""Export, import, pruning and index rebuilds for the SQLite session store.
+
+The export format is shared with PostgreSQL (:mod:`memoryport.storage.sessions.portable`).
+"""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, Any
 
 from memoryport.errors import StoreError
 from memoryport.storage.sessions._sqlite_rows import (
@@ -16,11 +19,21 @@ from memoryport.storage.sessions._sqlite_rows import (
     scope_sql,
     session_from_row,
 )
-from memoryport.storage.sessions.helpers import export_line, message_values, session_values
+from memoryport.storage.sessions.helpers import message_values, session_values
+from memoryport.storage.sessions.portable import ExportWriter, Progress
 from memoryport.storage.sessions.query import has_cjk
 from memoryport.storage.sessions.records import ImportReport, MessageRecord, SessionRecord
 
-__all__ = ["export_sessions", "import_entries"]
+__all__ = ["export_sessions", "import_entries", "prune_empty", "rebuild_indexes"]
+
+
+def _selected(session_ids: Sequence[str] | None, user_id: str | None) -> tuple[str, list[Any]]:
+    """``WHERE`` conditions (on ``s``) and parameters for the sessions an export covers."""
+    where, params = scope_sql(user_id=user_id, include=None, exclude=())
+    if session_ids is not None:
+        where += " AND s.id IN (SELECT value FROM json_each(?))"
+        params.append(json.dumps(list(session_ids)))
+    return where, params
 
 
 def export_sessions(
@@ -28,32 +41,44 @@ def export_sessions(
     out: IO[str],
     session_ids: Sequence[str] | None,
     user_id: str | None,
+    progress: Progress | None = None,
 ) -> int:
-    """Write the selected sessions, oldest first, one line per message; return lines."""
-    where, params = scope_sql(user_id=user_id, include=None, exclude=())
-    if session_ids is not None:
-        where += " AND s.id IN (SELECT value FROM json_each(?))"
-        params.append(json.dumps(list(session_ids)))
-    sql = f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE 1=1{where} ORDER BY s.started_at, s.id"
-    sessions = [session_from_row(r) for r in conn.execute(sql, params).fetchall()]
-    messages_sql = f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? ORDER BY m.id"
-    lines = 0
-    for session in sessions:
-        found: list[MessageRecord | None] = [
-            message_from_row(r) for r in conn.execute(messages_sql, (session.id,))
+    """Write the selected sessions, oldest first, each once and then its messages.
+
+    One read transaction, so the export is a consistent snapshot. Returns lines written.
+    """
+    where, params = _selected(session_ids, user_id)
+    conn.execute("BEGIN")
+    try:
+        sql = f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE 1=1{where}"
+        sessions = [
+            session_from_row(r) for r in conn.execute(sql + " ORDER BY s.started_at, s.id", params)
         ]
-        for message in found or [None]:
-            out.write(export_line(session, message) + "\n")
-            lines += 1
-    return lines
+        count_sql = (
+            "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id"
+            f" WHERE 1=1{where}"
+        )
+        total = int(conn.execute(count_sql, params).fetchone()[0])
+        writer = ExportWriter(out, len(sessions), total, progress)
+        messages_sql = (
+            f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? ORDER BY m.id"
+        )
+        for session in sessions:
+            rows = conn.execute(messages_sql, (session.id,))
+            writer.session(session, (message_from_row(r) for r in rows))
+    finally:
+        conn.execute("COMMIT")
+    return writer.lines
 
 
 def import_entries(
     conn: sqlite3.Connection,
     entries: list[tuple[SessionRecord, list[MessageRecord]]],
     on_conflict: str,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Write parsed entries inside the caller's transaction; ids are kept when free."""
+    total = sum(len(items) for _, items in entries)
     conn.execute("PRAGMA defer_foreign_keys = ON")
     imported = skipped = messages = 0
     insert_message = (
@@ -78,4 +103,62 @@ def import_entries(
             conn.execute(insert_message, (None if taken else m.id, *values, cjk))
         imported += 1
         messages += len(items)
+        if progress is not None:
+            progress("importing", messages, total)
     return ImportReport(imported, skipped, messages)
+
+
+_EMPTY = (
+    " AND s.message_count = 0 AND s.last_active_at < ?"
+    " AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"
+    " AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = s.id)"
+)
+
+
+def prune_empty(
+    conn: sqlite3.Connection, user_id: str | None, cutoff: float, dry_run: bool
+) -> list[SessionRecord]:
+    """Empty, childless sessions last active before ``cutoff``; deleted unless ``dry_run``."""
+    where, params = scope_sql(user_id=user_id, include=None, exclude=())
+    sql = (
+        f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE 1=1{where}{_EMPTY}"
+        " ORDER BY s.started_at, s.id"
+    )
+    found = [session_from_row(r) for r in conn.execute(sql, [*params, cutoff])]
+    if not dry_run and found:
+        conn.execute(
+            "DELETE FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps([s.id for s in found]),),
+        )
+    return found
+
+
+_CHUNK = 20_000
+
+
+def rebuild_indexes(conn: sqlite3.Connection, progress: Progress | None = None) -> None:
+    """Rebuild both FTS indexes in id chunks, reporting ``(index, rows done, rows total)``.
+
+    Same result as FTS5's ``'rebuild'`` (clear the index, index every row again), inside
+    the caller's transaction.
+    """
+    steps = (
+        ("word index", "messages_fts", "content, tool_name, tool_calls", ""),
+        ("trigram index", "messages_trigram", "content", " AND cjk = 1"),
+    )
+    high = int(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+    for phase, table, columns, only in steps:
+        total = int(conn.execute(f"SELECT count(*) FROM messages WHERE 1=1{only}").fetchone()[0])
+        conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+        done = 0
+        if progress is not None:
+            progress(phase, 0, total)
+        for start in range(0, high, _CHUNK):
+            cursor = conn.execute(
+                f"INSERT INTO {table}(rowid, {columns}) SELECT id, {columns} FROM messages"
+                f" WHERE id > ? AND id <= ?{only}",
+                (start, start + _CHUNK),
+            )
+            done += max(cursor.rowcount, 0)
+            if progress is not None:
+                progress(phase, done, total)

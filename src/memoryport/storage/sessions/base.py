@@ -33,6 +33,7 @@ from memoryport.storage.sessions.helpers import (
     visible_sources,
     walk_to_root,
 )
+from memoryport.storage.sessions.portable import Progress
 from memoryport.storage.sessions.query import ParsedQuery, parse_query
 from memoryport.storage.sessions.records import (
     DEFAULT_HIDDEN_SOURCES,
@@ -60,6 +61,7 @@ __all__ = [
     "MessageInput",
     "MessageRecord",
     "MessageWindow",
+    "Progress",
     "SearchHit",
     "SearchResult",
     "SearchScope",
@@ -438,31 +440,68 @@ class SessionStore(ABC):
         *,
         session_ids: Sequence[str] | None = None,
         user_id: str | None = None,
+        progress: Progress | None = None,
     ) -> int:
-        """Write sessions as JSONL (see :func:`export_line`); return lines written."""
+        """Write sessions as a version-2 JSONL export (see :mod:`.portable`); return lines.
+
+        An export of nothing is the header line alone. ``progress`` receives
+        ``("exporting", messages written, messages in the export)``.
+        """
 
     def import_jsonl(
-        self, lines: Iterable[str], *, on_conflict: Literal["skip", "replace", "error"] = "skip"
+        self,
+        lines: Iterable[str | bytes],
+        *,
+        on_conflict: Literal["skip", "replace", "error"] = "skip",
+        progress: Progress | None = None,
     ) -> ImportReport:
-        """Import an export; ids, timestamps and metadata are kept exactly.
+        """Import an export (version 1 or 2); ids, timestamps and metadata are kept exactly.
 
-        Every session must belong to this store's user (``StoreError`` otherwise).
+        All or nothing: every line is parsed and checked first (``ToolArgumentError``
+        naming the line), then everything is written in one transaction, so the report
+        counts exactly what was stored. Every session must belong to this store's user
+        (``StoreError`` otherwise). ``progress`` receives ``("reading", ...)`` then
+        ``("importing", messages written, messages to write)``.
         """
-        entries = group_export_lines(lines)
+        entries = group_export_lines(lines, progress)
         for session, _ in entries:
             resolve_user(self.user_id, session.user_id)
-        return self._import_entries(entries, on_conflict)
+        return self._import_entries(entries, on_conflict, progress)
 
     @abstractmethod
     def _import_entries(
-        self, entries: list[tuple[SessionRecord, list[MessageRecord]]], on_conflict: str
+        self,
+        entries: list[tuple[SessionRecord, list[MessageRecord]]],
+        on_conflict: str,
+        progress: Progress | None = None,
     ) -> ImportReport:
         """Write parsed export entries in one transaction (see :meth:`import_jsonl`)."""
 
+    def prune_empty_sessions(
+        self, *, older_than: float, dry_run: bool = False, user_id: str | None = None
+    ) -> list[SessionRecord]:
+        """Delete sessions that have no messages and were last active more than
+        ``older_than`` seconds ago; return them (``dry_run`` only lists them).
+
+        Sessions that are the parent of another session are kept (lineage stays whole).
+        """
+        if older_than < 0:
+            raise ToolArgumentError(f"older_than must be 0 or more seconds, not {older_than}")
+        return self._prune_empty(self._user(user_id), time.time() - older_than, dry_run)
+
+    @abstractmethod
+    def _prune_empty(
+        self, user_id: str | None, cutoff: float, dry_run: bool
+    ) -> list[SessionRecord]:
+        """Empty, childless sessions last active before ``cutoff`` (deleted unless dry run)."""
+
     # ------------------------------------------------------------------ maintenance
     @abstractmethod
-    def rebuild_index(self) -> None:
-        """Rebuild the full-text indexes from the messages table."""
+    def rebuild_index(self, progress: Progress | None = None) -> None:
+        """Rebuild the full-text indexes from the messages table.
+
+        ``progress`` receives ``(step, done, total)`` as the rebuild goes.
+        """
 
     @abstractmethod
     def check_index(self) -> None:

@@ -23,6 +23,7 @@ from dataclasses import fields
 from typing import Any
 
 from memoryport.errors import StoreError, ToolArgumentError
+from memoryport.storage.sessions.portable import Progress, read_export
 from memoryport.storage.sessions.records import (
     DEFAULT_HIDDEN_SOURCES,
     SESSION_UPDATABLE_FIELDS,
@@ -128,22 +129,15 @@ def message_values(
     )
 
 
-def group_export_lines(lines: Iterable[str]) -> list[tuple[SessionRecord, list[MessageRecord]]]:
-    """Parse export lines into (session, messages) pairs in first-seen order.
+def group_export_lines(
+    lines: Iterable[str | bytes], progress: Progress | None = None
+) -> list[tuple[SessionRecord, list[MessageRecord]]]:
+    """Parse an export (version 1 or 2) into (session, messages) pairs in first-seen order.
 
-    A malformed line raises ``ToolArgumentError`` naming its (1-based) line number.
+    A malformed line raises ``ToolArgumentError`` naming its (1-based) line number; see
+    :func:`memoryport.storage.sessions.portable.read_export`.
     """
-    grouped: dict[str, tuple[SessionRecord, list[MessageRecord]]] = {}
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            try:
-                session, message = parse_export_line(line)
-            except ToolArgumentError as exc:
-                raise ToolArgumentError(f"line {number}: {exc}") from exc
-            entry = grouped.setdefault(session.id, (session, []))
-            if message is not None:
-                entry[1].append(message)
-    return list(grouped.values())
+    return read_export(lines, progress)
 
 
 def new_session_id() -> str:
@@ -247,34 +241,22 @@ def walk_to_root(session_id: str, parents: Mapping[str, str | None]) -> str:
 
 
 def export_line(session: SessionRecord, message: MessageRecord | None) -> str:
-    """One JSONL export line: ``{"session": {...}, "message": {...} | null}``."""
+    """One version-1 export line: ``{"session": {...}, "message": {...} | null}``.
+
+    Exports are written in version 2 today (:class:`~.portable.ExportWriter`); version-1
+    lines still import.
+    """
     payload = {"session": session.to_dict(), "message": message.to_dict() if message else None}
     return json.dumps(payload, ensure_ascii=False, sort_keys=True)
 
 
-_EXPECTED_LINE = (
-    'expected one JSON object per line, {"session": {...}, "message": {...} or null}, '
-    "as written by `memoryport sessions export`"
-)
-
-
 def parse_export_line(line: str) -> tuple[SessionRecord, MessageRecord | None]:
-    """Parse one export line back into records; raises ``ToolArgumentError`` if malformed."""
-    try:
-        payload = json.loads(line)
-    except ValueError as exc:
-        raise ToolArgumentError(f"not valid JSON ({exc}); {_EXPECTED_LINE}") from exc
-    if not isinstance(payload, dict) or not isinstance(payload.get("session"), dict):
-        raise ToolArgumentError(f"not a memoryport session export line; {_EXPECTED_LINE}")
-    try:
-        session = SessionRecord(**payload["session"])
-        raw = payload.get("message")
-        message = MessageRecord(**raw) if raw else None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ToolArgumentError(
-            f"not a memoryport session export line ({exc}); {_EXPECTED_LINE}"
-        ) from exc
-    return session, message
+    """Parse one version-1 export line; raises ``ToolArgumentError`` if malformed."""
+    entries = read_export([line])
+    if len(entries) != 1 or len(entries[0][1]) > 1:
+        raise ToolArgumentError('expected one {"session": ..., "message": ...} line')
+    session, messages = entries[0]
+    return session, (messages[0] if messages else None)
 
 
 def shape_window(

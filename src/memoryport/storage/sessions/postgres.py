@@ -45,6 +45,7 @@ from memoryport.storage.sessions.base import (
     MessageInput,
     MessageRecord,
     MessageWindow,
+    Progress,
     SearchHit,
     SearchScope,
     SessionRecord,
@@ -56,7 +57,12 @@ from memoryport.storage.sessions.base import (
 )
 from memoryport.storage.sessions.helpers import MESSAGE_INSERT_COLUMNS
 from memoryport.storage.sessions.postgres_connect import CONNECT_TIMEOUT_S, check_connection
-from memoryport.storage.sessions.postgres_io import export_sessions, import_sessions
+from memoryport.storage.sessions.postgres_io import (
+    export_sessions,
+    import_sessions,
+    prune_empty,
+    rebuild_indexes,
+)
 from memoryport.storage.sessions.postgres_search import fetch_windows, run_search, snippets_for
 from memoryport.storage.sessions.postgres_sql import (
     MESSAGE_COLUMNS,
@@ -500,20 +506,29 @@ class PostgresSessionStore(SessionStore):
         *,
         session_ids: Sequence[str] | None = None,
         user_id: str | None = None,
+        progress: Progress | None = None,
     ) -> int:
-        """Write sessions as JSONL, one message per line; return lines written."""
+        """Write a version-2 export (each session once, then its messages); return lines."""
         user = self._user(user_id)
-        return self._read(lambda c: export_sessions(c, self._s, out, session_ids, user))
+        return self._read(lambda c: export_sessions(c, self._s, out, session_ids, user, progress))
 
     def _import_entries(
-        self, entries: list[tuple[SessionRecord, list[MessageRecord]]], on_conflict: str
+        self,
+        entries: list[tuple[SessionRecord, list[MessageRecord]]],
+        on_conflict: str,
+        progress: Progress | None = None,
     ) -> ImportReport:
-        return self._run(lambda c: import_sessions(c, self._s, entries, on_conflict))
+        return self._run(lambda c: import_sessions(c, self._s, entries, on_conflict, progress))
+
+    def _prune_empty(
+        self, user_id: str | None, cutoff: float, dry_run: bool
+    ) -> list[SessionRecord]:
+        return self._run(lambda c: prune_empty(c, self._s, user_id, cutoff, dry_run))
 
     # ------------------------------------------------------------------ maintenance
-    def rebuild_index(self) -> None:
+    def rebuild_index(self, progress: Progress | None = None) -> None:
         """Recompute stale ``tsv`` values, REINDEX, and (re)create the trigram index."""
-        self._run(lambda c: migrations.rebuild_indexes(c, self._s))
+        self._run(lambda c: rebuild_indexes(c, self._s, progress))
 
     def check_index(self) -> None:
         """Verify indexes are valid and every ``tsv`` matches its text; else ``StoreError``."""

@@ -1,4 +1,7 @@
-"""JSONL export and import for the PostgreSQL session store (same format as SQLite)."""
+"""Export, import, pruning and index rebuilds for the PostgreSQL session store.
+
+The export format is shared with SQLite (:mod:`memoryport.storage.sessions.portable`).
+"""
 
 from __future__ import annotations
 
@@ -10,13 +13,10 @@ import psycopg
 from psycopg import sql
 
 from memoryport.errors import StoreError
-from memoryport.storage.sessions.base import (
-    ImportReport,
-    MessageRecord,
-    SessionRecord,
-    export_line,
-)
+from memoryport.storage.sessions import postgres_migrations as migrations
+from memoryport.storage.sessions.base import ImportReport, MessageRecord, SessionRecord
 from memoryport.storage.sessions.helpers import MESSAGE_INSERT_COLUMNS
+from memoryport.storage.sessions.portable import ExportWriter, Progress
 from memoryport.storage.sessions.postgres_sql import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
@@ -26,26 +26,15 @@ from memoryport.storage.sessions.postgres_sql import (
     session_values,
 )
 
-__all__ = ["export_sessions", "import_sessions"]
+__all__ = ["export_sessions", "import_sessions", "prune_empty", "rebuild_indexes"]
 
 Cursor = psycopg.Cursor[Any]
 
 _BATCH = 200
 
 
-def export_sessions(
-    cur: Cursor,
-    schema: sql.Identifier,
-    out: IO[str],
-    session_ids: Sequence[str] | None,
-    user_id: str | None,
-) -> int:
-    """Write the selected sessions, oldest first, one line per message; return lines.
-
-    Runs in one transaction, so the export is a consistent snapshot even while other
-    machines write; messages are fetched for batches of sessions, not one query each.
-    """
-    cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+def _selected(session_ids: Sequence[str] | None, user_id: str | None) -> tuple[str, list[Any]]:
+    """``WHERE`` text (on ``s``) and parameters for the sessions an export covers."""
     where: list[str] = []
     params: list[Any] = []
     if user_id is not None:
@@ -54,34 +43,46 @@ def export_sessions(
     if session_ids is not None:
         where.append("s.id = ANY(%s)")
         params.append(list(session_ids))
+    return " AND ".join(where) or "true", params
+
+
+def export_sessions(
+    cur: Cursor,
+    schema: sql.Identifier,
+    out: IO[str],
+    session_ids: Sequence[str] | None,
+    user_id: str | None,
+    progress: Progress | None = None,
+) -> int:
+    """Write the selected sessions, oldest first, each once and then its messages.
+
+    Runs in one transaction, so the export is a consistent snapshot even while other
+    machines write; messages are fetched for batches of sessions, not one query each.
+    Returns lines written.
+    """
+    cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    where, params = _selected(session_ids, user_id)
+    fmt = {"cols": sql.SQL(SESSION_COLUMNS), "s": schema, "where": sql.SQL(where)}
     query = sql.SQL("SELECT {cols} FROM {s}.sessions s WHERE {where} ORDER BY s.started_at, s.id")
-    sessions = [
-        session_from_row(r)
-        for r in cur.execute(
-            query.format(
-                cols=sql.SQL(SESSION_COLUMNS),
-                s=schema,
-                where=sql.SQL(" AND ".join(where) or "true"),
-            ),
-            params,
-        ).fetchall()
-    ]
-    lines = 0
+    sessions = [session_from_row(r) for r in cur.execute(query.format(**fmt), params).fetchall()]
+    count = sql.SQL(
+        "SELECT count(*) FROM {s}.messages m JOIN {s}.sessions s ON s.id = m.session_id"
+        " WHERE {where}"
+    )
+    row = cur.execute(count.format(**fmt), params).fetchone()
+    writer = ExportWriter(out, len(sessions), int(row[0]) if row else 0, progress)
     messages_sql = sql.SQL(
         "SELECT {cols} FROM {s}.messages m WHERE m.session_id = ANY(%s) ORDER BY m.id"
     ).format(cols=sql.SQL(MESSAGE_COLUMNS), s=schema)
     for start in range(0, len(sessions), _BATCH):
         batch = sessions[start : start + _BATCH]
         grouped: dict[str, list[MessageRecord]] = {}
-        for row in cur.execute(messages_sql, ([s.id for s in batch],)):
-            message = message_from_row(row)
+        for found in cur.execute(messages_sql, ([s.id for s in batch],)):
+            message = message_from_row(found)
             grouped.setdefault(message.session_id, []).append(message)
         for session in batch:
-            found: list[MessageRecord | None] = list(grouped.get(session.id, [])) or [None]
-            for item in found:
-                out.write(export_line(session, item) + "\n")
-                lines += 1
-    return lines
+            writer.session(session, grouped.get(session.id, []))
+    return writer.lines
 
 
 def import_sessions(
@@ -89,6 +90,7 @@ def import_sessions(
     schema: sql.Identifier,
     entries: list[tuple[SessionRecord, list[MessageRecord]]],
     on_conflict: str,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """Insert exported sessions and messages exactly, in the caller's transaction.
 
@@ -108,6 +110,7 @@ def import_sessions(
     insert_with_id = q(f"INSERT INTO {{s}}.messages ({message_cols}) VALUES ({_ph(10)})")
     insert_new_id = q(f"INSERT INTO {{s}}.messages ({MESSAGE_INSERT_COLUMNS}) VALUES ({_ph(9)})")
     deferred: list[MessageRecord] = []
+    total = sum(len(items) for _, items in entries)
     for session, items in entries:
         exists = cur.execute(q("SELECT 1 FROM {s}.sessions WHERE id = %s"), (session.id,))
         if exists.fetchone() is not None:
@@ -134,6 +137,8 @@ def import_sessions(
                 cur.execute(insert_with_id, (m.id, *message_values(m.session_id, m, m.timestamp)))
         imported += 1
         messages += len(items)
+        if progress is not None:
+            progress("importing", messages, total)
     _advance_sequence(cur, schema)
     for m in deferred:  # ids already used: take fresh ones past every imported id
         cur.execute(insert_new_id, message_values(m.session_id, m, m.timestamp))
@@ -158,3 +163,40 @@ def _advance_sequence(cur: Cursor, schema: sql.Identifier) -> None:
         ).format(s=schema, seq=sequence),
         (row[0],),
     )
+
+
+_EMPTY = (
+    " AND s.message_count = 0 AND s.last_active_at < %s"
+    " AND NOT EXISTS (SELECT 1 FROM {s}.messages m WHERE m.session_id = s.id)"
+    " AND NOT EXISTS (SELECT 1 FROM {s}.sessions c WHERE c.parent_session_id = s.id)"
+)
+
+
+def prune_empty(
+    cur: Cursor, schema: sql.Identifier, user_id: str | None, cutoff: float, dry_run: bool
+) -> list[SessionRecord]:
+    """Empty, childless sessions last active before ``cutoff``; deleted unless ``dry_run``."""
+    where, params = _selected(None, user_id)
+    query = sql.SQL(
+        "SELECT {cols} FROM {s}.sessions s WHERE " + where + _EMPTY + " ORDER BY s.started_at, s.id"
+    ).format(cols=sql.SQL(SESSION_COLUMNS), s=schema)
+    found = [session_from_row(r) for r in cur.execute(query, [*params, cutoff]).fetchall()]
+    if not dry_run and found:
+        cur.execute(
+            sql.SQL("DELETE FROM {s}.sessions WHERE id = ANY(%s)").format(s=schema),
+            ([s.id for s in found],),
+        )
+    return found
+
+
+def rebuild_indexes(cur: Cursor, schema: sql.Identifier, progress: Progress | None = None) -> None:
+    """Recompute stale ``tsv`` values, (re)create the trigram index, REINDEX the table.
+
+    PostgreSQL does this in a few statements, so ``progress`` sees ``("rebuilding", 0, 1)``
+    then ``("rebuilding", 1, 1)``.
+    """
+    if progress is not None:
+        progress("rebuilding", 0, 1)
+    migrations.rebuild_indexes(cur, schema)
+    if progress is not None:
+        progress("rebuilding", 1, 1)

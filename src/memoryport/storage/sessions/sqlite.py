@@ -24,7 +24,12 @@ from typing import IO, Any, TypeVar
 from memoryport._fs import ensure_private_dir
 from memoryport.errors import SessionNotFound, StoreError
 from memoryport.storage.sessions import migrations
-from memoryport.storage.sessions._sqlite_io import export_sessions, import_entries
+from memoryport.storage.sessions._sqlite_io import (
+    export_sessions,
+    import_entries,
+    prune_empty,
+    rebuild_indexes,
+)
 from memoryport.storage.sessions._sqlite_rows import (
     INSERT_SESSION,
     MESSAGE_COLUMNS,
@@ -42,6 +47,7 @@ from memoryport.storage.sessions.base import (
     MessageInput,
     MessageRecord,
     MessageWindow,
+    Progress,
     SearchHit,
     SearchScope,
     SessionRecord,
@@ -554,25 +560,30 @@ class SQLiteSessionStore(SessionStore):
         *,
         session_ids: Sequence[str] | None = None,
         user_id: str | None = None,
+        progress: Progress | None = None,
     ) -> int:
-        """Write sessions as JSONL, one message per line; return lines written."""
+        """Write a version-2 export (each session once, then its messages); return lines."""
         user = self._user(user_id)
-        return self._read(lambda c: export_sessions(c, out, session_ids, user))
+        return self._read(lambda c: export_sessions(c, out, session_ids, user, progress))
 
     def _import_entries(
-        self, entries: list[tuple[SessionRecord, list[MessageRecord]]], on_conflict: str
+        self,
+        entries: list[tuple[SessionRecord, list[MessageRecord]]],
+        on_conflict: str,
+        progress: Progress | None = None,
     ) -> ImportReport:
-        return self._write(lambda c: import_entries(c, entries, on_conflict))
+        return self._write(lambda c: import_entries(c, entries, on_conflict, progress))
+
+    def _prune_empty(
+        self, user_id: str | None, cutoff: float, dry_run: bool
+    ) -> list[SessionRecord]:
+        run = self._read if dry_run else self._write
+        return run(lambda c: prune_empty(c, user_id, cutoff, dry_run))
 
     # ------------------------------------------------------------------ maintenance
-    def rebuild_index(self) -> None:
-        """Rebuild both FTS indexes from the messages table."""
-
-        def do(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
-            conn.execute("INSERT INTO messages_trigram(messages_trigram) VALUES ('rebuild')")
-
-        self._write(do)
+    def rebuild_index(self, progress: Progress | None = None) -> None:
+        """Rebuild both FTS indexes from the messages table (in chunks, with progress)."""
+        self._write(lambda c: rebuild_indexes(c, progress))
 
     def check_index(self) -> None:
         """Run FTS5 integrity checks against the content; ``StoreError`` on mismatch."""
