@@ -126,6 +126,8 @@ def open_memory(
             user_char_limit=cfg.memory.user_char_limit,
             memory_enabled=cfg.memory.memory_enabled,
             user_profile_enabled=cfg.memory.user_profile_enabled,
+            agent_notes=cfg.memory.agent_notes,
+            user_id=user_id or "",
         )
         manager.add_provider(builtin)
     store = open_session_store(cfg, resolved, user_id)

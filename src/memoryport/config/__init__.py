@@ -95,6 +95,7 @@ class MemorySettings:
     user_profile_enabled: bool = True
     memory_char_limit: int = 2200
     user_char_limit: int = 1375
+    agent_notes: str = "shared"  # "per_user": MEMORY.md under memories/users/<id>/
     provider: str = ""
     max_external_providers: int = 1
     prefetch_deadline_s: float = 5.0
@@ -163,6 +164,7 @@ _BLOCKS: dict[str, type[Any]] = {
 _CONSTRAINTS: dict[str, tuple[tuple[str, ...] | None, float | None]] = {
     "memory.memory_char_limit": (None, 1),
     "memory.user_char_limit": (None, 1),
+    "memory.agent_notes": (("shared", "per_user"), None),
     "memory.max_external_providers": (None, 0),
     "memory.prefetch_deadline_s": (None, 0),
     "memory.context_budget_chars": (None, 0),

@@ -15,6 +15,7 @@ from memoryport._builtin import mark_builtin
 from memoryport.errors import ConfigError
 from memoryport.provider import ConfigField, MemoryProvider, MemoryWriteListener
 from memoryport.providers.builtin.store import (
+    AGENT_NOTES_MODES,
     DEFAULT_MEMORY_CHAR_LIMIT,
     DEFAULT_USER_CHAR_LIMIT,
     Change,
@@ -40,6 +41,8 @@ _CONFIG_SCHEMA: list[ConfigField] = [
      "type": "integer", "default": DEFAULT_MEMORY_CHAR_LIMIT, "minimum": 1},
     {"key": "user_char_limit", "description": "Character budget of USER.md.",
      "type": "integer", "default": DEFAULT_USER_CHAR_LIMIT, "minimum": 1},
+    {"key": "agent_notes", "description": "One MEMORY.md for all users, or one per user.",
+     "type": "text", "default": "shared", "choices": list(AGENT_NOTES_MODES)},
 ]  # fmt: skip
 
 
@@ -59,8 +62,12 @@ class BuiltinMemoryProvider(MemoryProvider):
         memory_enabled: bool = True,
         user_profile_enabled: bool = True,
         lock_timeout: float = 10.0,
+        agent_notes: str = "shared",
+        user_id: str = "",
     ) -> None:
         self._default_home = Path(home).expanduser() if home is not None else None
+        self._default_user = user_id
+        self._agent_notes = agent_notes
         self._memory_char_limit = memory_char_limit
         self._user_char_limit = user_char_limit
         self._memory_enabled = memory_enabled
@@ -90,7 +97,8 @@ class BuiltinMemoryProvider(MemoryProvider):
         if not home_value:
             raise ConfigError("The builtin memory provider needs a home directory (home=...).")
         self._session_id = session_id
-        self._store = self._open(Path(home_value), str(kwargs.get("user_id") or ""))
+        user_id = str(kwargs.get("user_id") or self._default_user)
+        self._store = self._open(Path(home_value), user_id)
         self._store.load()
 
     def get_tool_schemas(self) -> list[ToolSchema]:
@@ -102,7 +110,7 @@ class BuiltinMemoryProvider(MemoryProvider):
     def store(self) -> CuratedMemory | None:
         """The open store (None before ``initialize`` when no home was given)."""
         if self._store is None and self._default_home is not None:
-            self._store = self._open(self._default_home, "")
+            self._store = self._open(self._default_home, self._default_user)
         return self._store
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
@@ -159,6 +167,7 @@ class BuiltinMemoryProvider(MemoryProvider):
             memory_enabled=self._memory_enabled,
             user_profile_enabled=self._user_profile_enabled,
             lock_timeout=self._lock_timeout,
+            agent_notes=self._agent_notes,
         )
 
     @property
@@ -192,14 +201,22 @@ def create_builtin_provider(
     user_char_limit: int = DEFAULT_USER_CHAR_LIMIT,
     memory_enabled: bool = True,
     user_profile_enabled: bool = True,
+    agent_notes: str = "shared",
+    user_id: str = "",
 ) -> BuiltinMemoryProvider:
-    """Create the built-in curated-memory provider and mark it as memoryport's own."""
+    """Create the built-in curated-memory provider and mark it as memoryport's own.
+
+    ``agent_notes`` is ``"shared"`` (one ``MEMORY.md`` for every user) or ``"per_user"``;
+    ``user_id`` is the user whose files are used until ``initialize`` names one.
+    """
     provider = BuiltinMemoryProvider(
         home,
         memory_char_limit=memory_char_limit,
         user_char_limit=user_char_limit,
         memory_enabled=memory_enabled,
         user_profile_enabled=user_profile_enabled,
+        agent_notes=agent_notes,
+        user_id=user_id,
     )
     mark_builtin(provider)
     return provider
