@@ -19,7 +19,12 @@ from memoryport.storage.sessions import helpers
 from memoryport.storage.sessions.helpers import MESSAGE_COLUMNS, SESSION_COLUMNS, dump_json
 from memoryport.storage.sessions.postgres_migrations import fold_text
 from memoryport.storage.sessions.query import Node, Not, Or, Term
-from memoryport.storage.sessions.records import MessageInput, MessageRecord, SessionRecord
+from memoryport.storage.sessions.records import (
+    MessageInput,
+    MessageRecord,
+    SessionRecord,
+    valid_values,
+)
 
 __all__ = [
     "MESSAGE_COLUMNS",
@@ -66,15 +71,16 @@ def session_from_row(row: Sequence[Any]) -> SessionRecord:
 
 
 def session_values(session: SessionRecord) -> list[Any]:
-    """Column values of ``session`` in ``SESSION_COLUMNS`` order, ready to insert."""
-    return helpers.session_values(session, encode_text)
+    """Column values of ``session`` in ``SESSION_COLUMNS`` order, ready to insert (lone
+    surrogates replaced, see :func:`~memoryport.storage.sessions.records.valid_text`)."""
+    return valid_values(helpers.session_values(session, encode_text))
 
 
 def message_values(
     session_id: str, message: MessageInput | MessageRecord, now: float
 ) -> tuple[Any, ...]:
-    """Insert values for ``MESSAGE_COLUMNS`` minus ``id``, NUL-escaped."""
-    return helpers.message_values(session_id, message, now, encode_text)
+    """Insert values for ``MESSAGE_COLUMNS`` minus ``id``, NUL-escaped, valid Unicode."""
+    return tuple(valid_values(helpers.message_values(session_id, message, now, encode_text)))
 
 
 def scope_sql(

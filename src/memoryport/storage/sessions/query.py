@@ -22,7 +22,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from memoryport.errors import StoreError
+from memoryport.storage.sessions.records import valid_text
+
 __all__ = [
+    "MAX_NESTING",
     "MAX_QUERY_CHARS",
     "STOPWORDS",
     "And",
@@ -30,6 +34,7 @@ __all__ = [
     "Not",
     "Or",
     "ParsedQuery",
+    "QueryError",
     "Term",
     "compile_fts5",
     "compile_like",
@@ -41,6 +46,13 @@ __all__ = [
 
 MAX_QUERY_CHARS = 2048
 """Queries longer than this are truncated (with a warning)."""
+
+MAX_NESTING = 64
+"""Parentheses may nest at most this deep; deeper queries raise :class:`QueryError`."""
+
+
+class QueryError(StoreError):
+    """A search query the parser refuses (today: parentheses nested too deep)."""
 
 _CJK_CLASS = (
     "\u3000-\u303f\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
@@ -223,6 +235,7 @@ class _Parser:
         self.tokens = tokens
         self.pos = 0
         self.explicit = False
+        self.depth = 0
 
     def peek(self) -> _Token | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -276,10 +289,17 @@ class _Parser:
         kind, value = self.take()
         if kind == "(":
             self.explicit = True
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                raise QueryError(
+                    f"the search query nests parentheses more than {MAX_NESTING} deep;"
+                    " remove some parentheses (or quote the text) and search again"
+                )
             node = self.expr()
             if self.peek() != (")", None):
                 raise _SyntaxProblem("unbalanced parentheses")
             self.take()
+            self.depth -= 1
             return node
         if kind == "term" and isinstance(value, Term):
             return value
@@ -330,13 +350,19 @@ def _plain_query(raw: str, terms: list[Term], combine: str, warnings: Sequence[s
 
 
 def parse_query(query: str, *, combine: str = "any") -> ParsedQuery:
-    """Parse user text into a :class:`ParsedQuery`. Never raises.
+    """Parse user text into a :class:`ParsedQuery`.
+
+    Odd input never raises: syntax the grammar does not accept falls back to the plain
+    terms with a warning, and text that is not valid Unicode (lone surrogates) has those
+    code points replaced by U+FFFD. The one refusal: parentheses nested deeper than
+    :data:`MAX_NESTING` raise :class:`QueryError` (a ``StoreError``) saying what to do.
 
     ``combine`` (``any``/``all``) applies to natural-language queries, i.e. those without
     explicit syntax; explicit expressions keep their own operators (adjacent terms AND).
     """
     warnings: list[str] = []
-    text = query or ""
+    query = valid_text(query or "")
+    text = query
     if len(text) > MAX_QUERY_CHARS:
         text = text[:MAX_QUERY_CHARS]
         warnings.append(f"the query was truncated to {MAX_QUERY_CHARS} characters")

@@ -5,6 +5,8 @@ Re-exported by :mod:`memoryport.storage.sessions.base`; import them from there.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -23,7 +25,27 @@ __all__ = [
     "SessionRecord",
     "SessionSummary",
     "SortOrder",
+    "valid_text",
+    "valid_values",
 ]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` as valid Unicode for storage: lone surrogates (which cannot be encoded as
+    UTF-8, e.g. ``"x \\ud800"`` from a broken decoder) become U+FFFD; a surrogate pair
+    written as two code points is joined into its character. Nothing else changes."""
+    if _SURROGATE.search(text) is None:
+        return text
+    joined = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return _SURROGATE.sub("\ufffd", joined)
+
+
+def valid_values(values: Iterable[Any]) -> list[Any]:
+    """``values`` with every string passed through :func:`valid_text` (row parameters)."""
+    return [valid_text(v) if isinstance(v, str) else v for v in values]
+
 
 SortOrder: TypeAlias = Literal["relevance", "newest", "oldest"]
 """How ``search_messages`` orders hits: BM25 rank, or message time either way."""
