@@ -388,6 +388,7 @@ RULE_TABLE: tuple[tuple[str, str, str, tuple[str, ...], str, str], ...] = (
      "an instruction to disclose a secret file"),
     ("send_to_url", "exfiltration",
      "send post upload transmit forward exfiltrate submit leak pipe", (),
+     r"(?<!never )(?<!not )(?<!n't )(?<!dont )"
      r"(?:send|post|upload|transmit|forward|exfiltrate|submit|leak|pipe)\s+" + _w(3)
      + _SENSITIVE + r"\b\s*" + _w(4) + r"(?:to|at|into)\s+" + _URLISH,
      "an instruction to send sensitive data to a remote address"),

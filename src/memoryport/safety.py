@@ -31,7 +31,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from memoryport import _safety_text as _text
 from memoryport._safety_rules import RULE_TABLE
+from memoryport._safety_rules_agent import AGENT_RULES
+from memoryport.display import printable
 from memoryport.errors import UnsafeContent
 
 __all__ = [
@@ -53,6 +56,8 @@ CATEGORIES: tuple[str, ...] = (
     "exfiltration",
     "persistence",
     "secret_path",
+    "terminal_control",
+    "too_large",
 )
 """Every category a :class:`Finding` can carry."""
 
@@ -105,7 +110,7 @@ class _Rule:
 # (about 40% cheaper per match attempt).
 _RULES = tuple(
     _Rule(rid, cat, tuple(anchors.split()), requires, re.compile(pattern), why)
-    for rid, cat, anchors, requires, pattern, why in RULE_TABLE
+    for rid, cat, anchors, requires, pattern, why in RULE_TABLE + AGENT_RULES
 )
 _TAG_CLASS = "\U000e0000-\U000e007f"
 _INVISIBLE_RE = re.compile("[" + "".join(sorted(INVISIBLE_CHARS)) + _TAG_CLASS + "]")
@@ -224,16 +229,20 @@ def _invisible_findings(text: str) -> list[Finding]:
 
 
 def _prepare(text: str) -> tuple[str, str]:
-    """Return ``(display, lowered)``: the text NFKC-normalized per line, invisibles removed.
+    """Return ``(display, lowered)``: the text NFKC-normalized per line, then cleaned.
+
+    Cleaning (``memoryport._safety_text.clean``) removes every default-ignorable, format
+    and control character (whitespace-like controls become spaces) and unescapes ``\\"``.
 
     ``lowered`` is what the rules run on; ``display`` (used for excerpts) is the normalized
     text when lower-casing kept its length, else ``lowered`` itself, so offsets agree.
     Neither normalization nor lower-casing adds or removes ``\n``, so lines correspond.
     """
     if text.isascii():
-        return text, text.lower()
+        normalized = _text.clean(text) if _text.needs_clean(text) else text
+        return normalized, normalized.lower()
     normalized = "\n".join(
-        _INVISIBLE_RE.sub("", unicodedata.normalize("NFKC", line)) for line in text.split("\n")
+        _text.clean(unicodedata.normalize("NFKC", line)) for line in text.split("\n")
     )
     lowered = normalized.lower()
     return (normalized if len(normalized) == len(lowered) else lowered), lowered
@@ -389,11 +398,34 @@ def _finding(hit: _Hit) -> Finding:
 
 def _too_large(length: int) -> Finding:
     return Finding(
-        id="too_large_to_scan", category="system_prompt_override",
-        message=f"text is {length:,} characters; only {MAX_SCAN_CHARS:,} can be scanned, and "
-                "unscanned content must not reach the prompt",
+        id="too_large_to_scan", category="too_large",
+        message=f"too large to scan: text is {length:,} characters and at most "
+                f"{MAX_SCAN_CHARS:,} can be scanned; unscanned content must not reach the "
+                "prompt. Split it into smaller entries",
         excerpt=f"{length:,} chars",
     )
+
+
+def _terminal_findings(text: str) -> list[Finding]:
+    """One ``terminal_control`` finding naming each distinct control character, or none."""
+    found = _text.terminal_controls(text)
+    if not found:
+        return []
+    names = ", ".join(_text.control_name(c) for c in dict.fromkeys(c for _, c in found))
+    at = found[0][0]
+    return [Finding(
+        id="terminal_control", category="terminal_control",
+        message=f"terminal control characters {names}: printed on a terminal they can "
+                "retitle or clear it, set the clipboard or overwrite a line; remove them",
+        excerpt=_excerpt(printable(text[max(0, at - 30) : at + 30]), 0, 80),
+    )]
+
+
+def _leading(text: str) -> list[Finding]:
+    """The findings on the raw text: invisible characters, then terminal controls."""
+    if text.isascii():
+        return _terminal_findings(text) if _text.needs_clean(text) else []
+    return _invisible_findings(text) + _terminal_findings(text)
 
 
 def scan(text: str, *, home: str | os.PathLike[str] | None = None) -> list[Finding]:
@@ -407,8 +439,7 @@ def scan(text: str, *, home: str | os.PathLike[str] | None = None) -> list[Findi
     if len(text) > MAX_SCAN_CHARS:
         findings.append(_too_large(len(text)))
         text = text[:MAX_SCAN_CHARS]
-    if not text.isascii():
-        findings = _invisible_findings(text) + findings
+    findings = _leading(text) + findings
     display, lowered = _prepare(text)
     seen = {f.id for f in findings}
     for hit in _hits(text, display, lowered, _index_for(home)):
@@ -419,6 +450,9 @@ def scan(text: str, *, home: str | os.PathLike[str] | None = None) -> list[Findi
 
 
 def _refusal_message(findings: list[Finding]) -> str:
+    too_large = next((f for f in findings if f.id == "too_large_to_scan"), None)
+    if too_large is not None:
+        return f"Blocked: content is {too_large.message}."
     categories = list(dict.fromkeys(f.category for f in findings))
     details = "; ".join(f"{f.id}: {f.message}" for f in findings[:5])
     more = f" (+{len(findings) - 5} more)" if len(findings) > 5 else ""
@@ -455,9 +489,11 @@ def scan_lines(
         text = text[:cut] if cut >= 0 else ""
     lines = text.split("\n")
     bad: set[int] = set()
-    if not text.isascii():
-        findings = _invisible_findings(text) + findings
-        bad.update(i for i, line in enumerate(lines) if _hidden(line))
+    leading = _leading(text)
+    if leading:
+        findings = leading + findings
+        bad.update(i for i, line in enumerate(lines)
+                   if _hidden(line) or _text.terminal_controls(line + "\n"))
     display, lowered = _prepare(text)
     seen = {f.id for f in findings}
     starts: list[int] = []
