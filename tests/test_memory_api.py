@@ -109,8 +109,12 @@ def test_set_title_and_open_child(tmp_path: Path) -> None:
     parent = memory.session_id
     child = memory.open_child(title="subtask")
     try:
+        with pytest.raises(SessionNotFound):  # stored with its first message, not before
+            memory.sessions.get_session(child.session_id)
+        child.end_turn(child.begin_turn("sub"), "done")
         record = memory.sessions.get_session(child.session_id)
         assert record.parent_session_id == parent and record.source == "subagent"
+        assert record.title == "subtask"
         assert [p.name for p in child.providers] == ["builtin", "sessions"]
     finally:
         child.close()

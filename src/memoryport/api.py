@@ -16,17 +16,14 @@ lifecycle so no agent has to re-learn it::
 
 from __future__ import annotations
 
-import atexit
 import logging
-import signal
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any, Literal
 
+from memoryport._shutdown import close_at_exit
 from memoryport.config import (
     Config,
     ensure_home,
@@ -34,13 +31,12 @@ from memoryport.config import (
     load_env_into_environ,
     resolve_home,
 )
-from memoryport.errors import ConfigError, MemoryportError, SessionNotFound
-from memoryport.fence import sanitize_context
+from memoryport.errors import ConfigError, MemoryportError, SessionNotFound, StoreError
 from memoryport.manager import ManagerSettings, MemoryManager
 from memoryport.providers.builtin import BuiltinMemoryProvider, create_builtin_provider
 from memoryport.providers.sessions import create_sessions_provider
 from memoryport.storage.sessions.base import SessionStore, flatten_content, new_session_id
-from memoryport.turn import Turn, UserContent
+from memoryport.turn import Turn, UserContent, clean_user_content
 from memoryport.types import ContextPair, InitContext, Message, ToolSchema
 
 __all__ = ["CompressionResult", "Memory", "SwitchReason", "open_memory"]
@@ -50,6 +46,16 @@ log = logging.getLogger(__name__)
 SwitchReason = Literal["new", "reset", "resume", "branch"]
 Summarizer = Callable[[list[Message], list[str]], str]
 """``summarize(messages, provider_contributions) -> summary text``."""
+
+
+@dataclass(frozen=True)
+class _Draft:
+    """A session not stored yet: its record is created with its first message."""
+
+    source: str
+    title: str
+    parent: str | None
+    model: str
 
 
 @dataclass(frozen=True)
@@ -175,8 +181,8 @@ class Memory:
         self._initialized = False
         self._closed = False
         self._lock = threading.RLock()
-        atexit.register(_close_at_exit, weakref.ref(self))
-        _install_sigterm_handler(self)
+        self._drafts: dict[str, _Draft] = {}
+        close_at_exit(self)
 
     # ------------------------------------------------------------------ state
     @property
@@ -249,6 +255,7 @@ class Memory:
         """Set the active session's title (starting a session first if needed)."""
         if not self._initialized:
             self.start_session()
+        self._ensure_row(self._session_id)
         self._store.set_title(self._session_id, title)
 
     def open_child(self, *, source: str = "subagent", title: str | None = None) -> Memory:
@@ -262,6 +269,7 @@ class Memory:
         """
         if not self._initialized:
             self.start_session()
+        self._ensure_row(self._session_id)  # the child's parent link needs the record
         child = open_memory(
             self.home, "default", self.user_id, platform=source, config=self.config,
             load_provider=False,
@@ -279,17 +287,34 @@ class Memory:
     def _open_record(
         self, session_id: str | None, title: str | None, parent: str | None, model: str = ""
     ) -> str:
+        """The id of an existing session, or of a new draft (stored with its first message)."""
         if session_id and self._exists(session_id):
             return session_id
-        record = self._store.create_session(
-            session_id or new_session_id(),
-            source=self._source,
-            user_id=self.user_id,
-            model=model,
-            title=title or "",
-            parent_session_id=parent,
-        )
-        return record.id
+        if parent and parent not in self._drafts and not self._exists(parent):
+            raise SessionNotFound(f"unknown parent session {parent!r}")
+        new = session_id or new_session_id()
+        self._drafts[new] = _Draft(self._source, title or "", parent or None, model)
+        return new
+
+    def _ensure_row(self, session_id: str) -> None:
+        """Create the stored record of a drafted session (its draft parents first)."""
+        if session_id not in self._drafts:
+            return
+        with self._lock:
+            draft = self._drafts.get(session_id)
+            if draft is None:
+                return
+            if draft.parent:
+                self._ensure_row(draft.parent)
+            self._store.create_session(
+                session_id,
+                source=draft.source,
+                user_id=self.user_id,
+                model=draft.model,
+                title=draft.title,
+                parent_session_id=draft.parent,
+            )
+            del self._drafts[session_id]
 
     def switch_session(
         self,
@@ -314,6 +339,8 @@ class Memory:
             else:
                 parent = old if reason == "branch" else None
                 new = self._open_record(None if reason != "new" else session_id, title, parent)
+                if reason == "branch":
+                    self._ensure_row(new)  # lineage is visible at once (session_search)
             self._commit(old, messages, end_reason=reason)
             self._session_id = new
             self._turn_number = 0
@@ -328,8 +355,14 @@ class Memory:
     def _commit(self, session_id: str, messages: Sequence[Message] | None, end_reason: str) -> None:
         if not session_id:
             return
-        history = list(messages) if messages is not None else self._history(session_id)
+        drafted = session_id in self._drafts
+        if messages is not None:
+            history = list(messages)
+        else:
+            history = [] if drafted else self._history(session_id)
         self._manager.on_session_end(history)
+        if drafted:
+            return  # never stored: nothing to mark ended
         try:
             self._store.end_session(session_id, end_reason=end_reason)
         except MemoryportError as exc:
@@ -354,11 +387,13 @@ class Memory:
         """Start a user turn: count it, ``on_turn_start``, recall once for the whole turn.
 
         Any ``<memory-context>`` leaked into the user's text is stripped first, so recall
-        is queried with (and history keeps) the clean message.
+        is queried with (and history keeps) the clean message; text is made valid UTF-8.
+        ``TypeError`` (nothing counted) when ``user_message`` is neither a string nor a
+        list of content-part dicts.
         """
+        clean = clean_user_content(user_message)
         if not self._initialized:
             self.start_session()
-        clean = _clean_user_content(user_message)
         query = flatten_content(clean)
         with self._lock:
             self._turn_number += 1
@@ -393,16 +428,31 @@ class Memory:
 
         An interrupted or failed turn is persisted (what happened happened) but never
         synced to external providers: partial tool chains are not conversational truth.
+        Every tool call stored gets a result, so the session replays as a valid request.
+
+        ``StoreError`` when the session store could not store the turn: nothing of it was
+        written, no provider was told, and the turn stays open; call ``end_turn`` again
+        with the same arguments to retry.
         """
         if turn.closed:
             return
-        turn.closed = True
-        if final_response is not None:
-            turn.messages.append({"role": "assistant", "content": final_response})
+        if final_response is not None and not isinstance(final_response, str):
+            raise TypeError(
+                f"end_turn: final_response must be a str or None, not "
+                f"{type(final_response).__name__}"
+            )
+        messages = turn.closing_messages(final_response)
         try:
-            self._store.append_messages(turn.session_id, turn.messages)
-        except MemoryportError as exc:
-            log.warning("could not persist turn %d: %s", turn.number, exc)
+            self._ensure_row(turn.session_id)
+            self._store.append_messages(turn.session_id, messages)
+        except StoreError as exc:
+            raise StoreError(
+                f"turn {turn.number} of session {turn.session_id} was not stored: {exc}. "
+                "Nothing of it was written and it is still open; call end_turn again to retry."
+            ) from exc
+        turn.messages[:] = messages
+        turn.closed = True
+        final_response = messages[-1]["content"] if final_response is not None else None
         if interrupted or not final_response or not turn.query.strip():
             return
         self._manager.sync_all(
@@ -473,6 +523,7 @@ class Memory:
             new = self._open_record(None, None, old)
             self._session_id = new
             if summary:
+                self._ensure_row(new)
                 self._store.append_message(
                     new, {"role": "user", "content": summary, "metadata": {"kind": "summary"}}
                 )
@@ -503,48 +554,3 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _clean_user_content(content: UserContent) -> UserContent:
-    if isinstance(content, str):
-        return sanitize_context(content)
-    cleaned: list[dict[str, Any]] = []
-    for part in content:
-        part = dict(part)
-        if isinstance(part.get("text"), str):
-            part["text"] = sanitize_context(part["text"])
-        cleaned.append(part)
-    return cleaned
-
-
-def _close_at_exit(ref: weakref.ref[Memory]) -> None:
-    memory = ref()
-    if memory is not None:
-        memory.close()
-
-
-_OPEN_MEMORIES: weakref.WeakSet[Memory] = weakref.WeakSet()
-_previous_sigterm: Any = None
-
-
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    for memory in list(_OPEN_MEMORIES):
-        memory.close()
-    previous = _previous_sigterm
-    if callable(previous):
-        previous(signum, frame)
-    else:
-        raise SystemExit(128 + signum)
-
-
-def _install_sigterm_handler(memory: Memory) -> None:
-    """Close open ``Memory`` objects on SIGTERM (main thread only), chaining any handler."""
-    global _previous_sigterm
-    _OPEN_MEMORIES.add(memory)
-    if threading.current_thread() is not threading.main_thread():
-        return
-    current = signal.getsignal(signal.SIGTERM)
-    if current is _on_sigterm:
-        return
-    _previous_sigterm = current if current not in (signal.SIG_DFL, signal.SIG_IGN) else None
-    signal.signal(signal.SIGTERM, _on_sigterm)

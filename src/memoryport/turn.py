@@ -1,18 +1,114 @@
-"""``Turn``: one user turn, from the clean user message to the persisted history."""
+"""``Turn``: one user turn, from the clean user message to the persisted history.
+
+Everything that enters a turn (the user message, intermediate messages, tool arguments
+and results, the final answer) is made valid UTF-8 here: lone surrogates become U+FFFD,
+split surrogate pairs are joined. A turn is never dropped for its text.
+"""
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoryport.fence import inject_memory_context
+from memoryport.fence import inject_memory_context, sanitize_context
 from memoryport.types import ContextPair, Message
 
-__all__ = ["Turn", "UserContent"]
+__all__ = [
+    "Turn",
+    "UserContent",
+    "clean_user_content",
+    "close_tool_chain",
+    "valid_text",
+    "valid_utf8",
+]
 
 UserContent = str | list[dict[str, Any]]
 """A user message's content: a string or a list of OpenAI content parts."""
+
+NO_RESULT = json.dumps({"error": "no result was recorded for this tool call"})
+"""The content given to a tool call that the turn ended without answering."""
+
+
+def valid_text(text: str) -> str:
+    """``text`` as valid UTF-8: surrogate pairs joined, lone surrogates replaced (U+FFFD)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def valid_utf8(value: Any) -> Any:
+    """``value`` with every string in it (dict keys too, lists, tuples) made valid UTF-8."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_utf8(k): valid_utf8(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [valid_utf8(v) for v in value]
+    return value
+
+
+def new_call_id() -> str:
+    """A fresh tool-call id in the OpenAI style (``call_`` + 24 hex digits)."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def _arguments_json(args: Any) -> str:
+    if isinstance(args, str):
+        return args
+    return json.dumps(args, ensure_ascii=False, default=str)
+
+
+def _call_part(call_id: str, name: str, args: Any) -> dict[str, Any]:
+    return {"id": call_id, "type": "function",
+            "function": {"name": name, "arguments": _arguments_json(args)}}
+
+
+def _call_ids(message: Message) -> list[str]:
+    calls = message.get("tool_calls") or []
+    ids = (c.get("id") for c in calls if isinstance(c, dict))
+    return [i for i in ids if isinstance(i, str)]
+
+
+def close_tool_chain(messages: list[Message]) -> list[Message]:
+    """``messages`` as a valid chat-completions sequence (a new list; inputs not mutated).
+
+    Every tool call gets a result before the next non-tool message (``NO_RESULT`` when
+    none was recorded), and a tool result without a matching call gets an assistant
+    message carrying that call, so a stored session always replays.
+    """
+    out: list[Message] = []
+    pending: list[str] = []
+
+    def close() -> None:
+        out.extend({"role": "tool", "tool_call_id": i, "content": NO_RESULT} for i in pending)
+        pending.clear()
+
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id in pending:
+                pending.remove(call_id)
+                out.append(message)
+                continue
+            close()
+            call_id = call_id if isinstance(call_id, str) and call_id else new_call_id()
+            name = str(message.get("tool_name") or "tool")
+            out.append({"role": "assistant", "content": "",
+                        "tool_calls": [_call_part(call_id, name, {})]})
+            out.append({**message, "tool_call_id": call_id})
+            continue
+        close()
+        out.append(message)
+        if role == "assistant":
+            pending = _call_ids(message)
+    close()
+    return out
 
 
 @dataclass
@@ -31,6 +127,7 @@ class Turn:
         query: the plain-text form of ``user_content`` used for recall.
         contexts: ``(provider, text)`` pairs recalled for this turn.
         messages: the turn's history so far (user message first).
+        closed: True once ``end_turn`` has stored the turn.
     """
 
     number: int
@@ -67,12 +164,70 @@ class Turn:
 
     def add_message(self, message: Message) -> None:
         """Record an intermediate message (an assistant message carrying tool calls)."""
-        self.messages.append(dict(message))
+        self.messages.append(valid_utf8(dict(message)))
 
     def handle_tool_call(self, name: str, args: Any, *, tool_call_id: str = "") -> str:
-        """Run a memory, session_search or provider tool; record and return its JSON result."""
-        result = self.call_tool(name, args, tool_call_id)
+        """Run a memory, session_search or provider tool; record and return its JSON result.
+
+        If no assistant message recorded with ``add_message`` carries this call, the call
+        is recorded first (an assistant message with ``tool_calls``), so the turn's history
+        is always a valid chat-completions sequence. An empty ``tool_call_id`` gets a
+        generated one.
+        """
+        name = valid_text(str(name))
+        args = valid_utf8(args)
+        call_id = valid_text(str(tool_call_id)) if tool_call_id else new_call_id()
+        self._record_call(call_id, name, args)
+        result = valid_text(self.call_tool(name, args, call_id))
         self.messages.append(
-            {"role": "tool", "tool_call_id": tool_call_id, "tool_name": name, "content": result}
+            {"role": "tool", "tool_call_id": call_id, "tool_name": name, "content": result}
         )
         return result
+
+    def _record_call(self, call_id: str, name: str, args: Any) -> None:
+        """Make sure an assistant message whose tool calls are being answered has ``call_id``."""
+        for index in range(len(self.messages) - 1, -1, -1):
+            message = self.messages[index]
+            if message.get("role") == "tool":
+                continue
+            if message.get("role") == "assistant" and message.get("tool_calls"):
+                answered = {m.get("tool_call_id") for m in self.messages[index + 1 :]}
+                pending = set(_call_ids(message)) - answered
+                if call_id in pending:
+                    return
+                if pending:  # still answering this message: the call joins it
+                    calls = [*message["tool_calls"], _call_part(call_id, name, args)]
+                    self.messages[index] = {**message, "tool_calls": calls}
+                    return
+            break
+        self.messages.append(
+            {"role": "assistant", "content": "", "tool_calls": [_call_part(call_id, name, args)]}
+        )
+
+    def closing_messages(self, final_response: str | None) -> list[Message]:
+        """What ``end_turn`` stores: the turn's messages with every tool call answered,
+        then the final answer (if any). Does not change the turn."""
+        messages = close_tool_chain(self.messages)
+        if final_response is not None:
+            messages.append({"role": "assistant", "content": valid_text(final_response)})
+        return messages
+
+
+def clean_user_content(content: UserContent) -> UserContent:
+    """The user's message made valid UTF-8, with any leaked ``<memory-context>`` removed.
+
+    ``TypeError`` when ``content`` is neither a string nor a list of content-part dicts.
+    """
+    if isinstance(content, str):
+        return sanitize_context(valid_text(content))
+    if not isinstance(content, list) or not all(isinstance(p, dict) for p in content):
+        raise TypeError(
+            "begin_turn: user_message must be a str or a list of OpenAI content-part dicts "
+            f"(e.g. [{{'type': 'text', 'text': '...'}}]), not {type(content).__name__}"
+        )
+    cleaned: list[dict[str, Any]] = []
+    for part in valid_utf8(content):
+        if isinstance(part.get("text"), str):
+            part["text"] = sanitize_context(part["text"])
+        cleaned.append(part)
+    return cleaned

@@ -11,7 +11,9 @@ One user turn::
 
 Only the current user message of the API payload carries the fenced ``<memory-context>``
 block; history and the system prompt never do. Ctrl+C (``KeyboardInterrupt``) during a
-turn ends it as interrupted: persisted, never synced to external providers. Before a turn
+turn ends it as interrupted: persisted, never synced to external providers. A turn the
+session store could not store (disk full) is kept in ``Agent.unsaved`` and stored before
+the next one (or by ``save_unsaved()``); ``TurnOutcome.unsaved`` tells the caller. Before a turn
 whose prompt would pass ``agent.compression_threshold_chars`` the history is compressed
 (``Memory.compress``). Every ``memory.nudge_interval`` turns a background review may save
 to curated memory after the answer is delivered.
@@ -30,10 +32,11 @@ from memoryport.agent.llm import AssistantReply, ChatClient, TextSink, ToolCallR
 from memoryport.agent.review import BackgroundReviewer
 from memoryport.api import Memory
 from memoryport.config import AgentSettings
+from memoryport.errors import SessionNotFound, StoreError
 from memoryport.turn import Turn
 from memoryport.types import Message
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "TurnOutcome"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "TurnOutcome", "UnsavedTurn"]
 
 log = logging.getLogger("memoryport.agent")
 
@@ -61,6 +64,8 @@ class TurnOutcome:
         session_id: the session the turn was stored in.
         tool_calls: how many tools the model called.
         compressed: True when history was compressed before the turn.
+        unsaved: "" when the turn (and every earlier one) is stored; otherwise why not.
+            The unsaved turns are kept in ``Agent.unsaved`` and retried.
     """
 
     text: str
@@ -68,6 +73,16 @@ class TurnOutcome:
     session_id: str
     tool_calls: int = 0
     compressed: bool = False
+    unsaved: str = ""
+
+
+@dataclass(frozen=True)
+class UnsavedTurn:
+    """A finished turn that the session store could not store yet (kept for a retry)."""
+
+    turn: Turn
+    final: str | None
+    interrupted: bool
 
 
 def api_message(message: Message) -> Message:
@@ -104,6 +119,7 @@ class Agent:
         self.reviewer = BackgroundReviewer(memory, client)
         self.turns_since_review = 0
         self.keep_after_compression = KEEP_AFTER_COMPRESSION
+        self.unsaved: list[UnsavedTurn] = []
         self._started = False
         self._closed = False
 
@@ -134,7 +150,11 @@ class Agent:
     def load_history(self, session_id: str) -> list[Message]:
         """A stored session's messages as chat messages (read through ``Memory.sessions``)."""
         history: list[Message] = []
-        for record in self.memory.sessions.get_messages(session_id):
+        try:
+            records = self.memory.sessions.get_messages(session_id)
+        except SessionNotFound:
+            return history  # a new session: stored with its first message
+        for record in records:
             message: Message = {"role": record.role, "content": record.content}
             if record.tool_calls:
                 message["tool_calls"] = record.tool_calls
@@ -222,14 +242,14 @@ class Agent:
             final, calls = self._tool_loop(turn, sink)
         except KeyboardInterrupt:
             partial = "".join(shown)
-            self._finish(turn, partial or None, interrupted=True)
-            return TurnOutcome(partial, True, turn.session_id, compressed=compressed)
+            unsaved = self._finish(turn, partial or None, interrupted=True)
+            return TurnOutcome(partial, True, turn.session_id, 0, compressed, unsaved)
         except BaseException:
             self._finish(turn, None, interrupted=True)
             raise
-        self._finish(turn, final, interrupted=False)
+        unsaved = self._finish(turn, final, interrupted=False)
         self._after_turn()
-        return TurnOutcome(final, False, turn.session_id, calls, compressed)
+        return TurnOutcome(final, False, turn.session_id, calls, compressed, unsaved)
 
     def _tool_loop(self, turn: Turn, sink: TextSink | None) -> tuple[str, int]:
         tools = self.tools()
@@ -253,11 +273,31 @@ class Agent:
         payload = [system, *(api_message(m) for m in messages)]
         return self.client.complete(payload, tools=tools, on_text=sink)
 
-    def _finish(self, turn: Turn, final: str | None, *, interrupted: bool) -> None:
+    def _finish(self, turn: Turn, final: str | None, *, interrupted: bool) -> str:
+        """Store the turn (after any earlier unsaved ones); "" or why it is not stored."""
         if interrupted:
             _close_open_tool_calls(turn)
-        self.memory.end_turn(turn, final, interrupted=interrupted)
-        self.history.extend(dict(m) for m in turn.messages)
+        self.unsaved.append(UnsavedTurn(turn, final, interrupted))
+        error = self.save_unsaved()
+        done = turn.messages if turn.closed else turn.closing_messages(final)
+        self.history.extend(dict(m) for m in done)
+        return error
+
+    def save_unsaved(self) -> str:
+        """Store the turns the session store refused earlier, oldest first.
+
+        Returns "" when every turn is stored, otherwise the store's error (the turns that
+        are still not stored stay in ``unsaved``).
+        """
+        while self.unsaved:
+            item = self.unsaved[0]
+            try:
+                self.memory.end_turn(item.turn, item.final, interrupted=item.interrupted)
+            except StoreError as exc:
+                log.warning("%d turn(s) not stored yet: %s", len(self.unsaved), exc)
+                return str(exc)
+            self.unsaved.pop(0)
+        return ""
 
     def _after_turn(self) -> None:
         """The memory nudge: count the turn; start a background review when due."""
@@ -296,6 +336,8 @@ class Agent:
         self._closed = True
         if not self.reviewer.wait(review_timeout):
             log.warning("background memory review still running at exit; abandoning it")
+        if self.save_unsaved():
+            log.error("%d turn(s) could not be stored and are lost", len(self.unsaved))
         if close_memory:
             self.memory.close(self.history if self._started else None)
 
