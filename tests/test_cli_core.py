@@ -169,15 +169,17 @@ def test_status_reports_import_traceback_without_crashing(home: Path) -> None:
     install_plugin(home, "broken")
     run("config", "set", "memory.provider", "broken")
     result = run("status")
-    assert result.exit_code == 0
+    assert result.exit_code == 1  # a provider that fails to import is a failure
+    assert "'broken' failed to load" in result.stderr
     assert "load error:" in result.output
     assert "Traceback" in result.output and "exploded at import" in result.output
 
 
 def test_status_missing_plugin(home: Path) -> None:
     run("config", "set", "memory.provider", "ghost")
-    data = json.loads(run("status", "--json", "--no-probe").output)
-    assert data["provider"]["installed"] is False
+    result = run("status", "--json", "--no-probe")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["provider"]["installed"] is False
     assert "plugin: MISSING" in run("status", "--no-probe").output
 
 

@@ -9,15 +9,15 @@ sees the secrets ``memoryport setup`` stored, as ``memoryport.open()`` does.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
+import warnings
 from pathlib import Path
 
 import click
 
 from memoryport import __version__
 from memoryport.cli._common import AppContext, MemoryportGroup, export_home_env, load_home_env
-from memoryport.config import validate_name
+from memoryport.config import ConfigWarning, validate_name
 from memoryport.errors import ConfigError, MemoryportError
 
 
@@ -56,8 +56,13 @@ def main(ctx: click.Context, home: Path | None, profile: str | None) -> None:
     app = AppContext(home_option=home, profile=profile)
     ctx.obj = app
     export_home_env(ctx, home, profile)
-    with contextlib.suppress(MemoryportError, OSError):
+    try:
         load_home_env(ctx, app.home)
+    except MemoryportError as exc:
+        # Every command still runs; the ones that need a secret from .env fail clearly.
+        warnings.warn(f"{exc} (its variables are not loaded)", ConfigWarning, stacklevel=1)
+    except OSError:
+        pass  # the home path itself is unusable; the command says so
 
 
 # Command groups, one module per noun: (module, attribute).

@@ -22,7 +22,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from memoryport.config import ConfigWarning, read_env, resolve_home
+from memoryport.config import Config, ConfigWarning, load_config, read_env, resolve_home
 from memoryport.errors import MemoryportError
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "get_home",
     "is_terminal",
     "json_option",
+    "load_config_or_defaults",
     "load_home_env",
     "make_console",
     "mask",
@@ -128,9 +129,7 @@ def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     return f"{count} {plural_form or (noun[:-1] + 'ies' if noun.endswith('y') else noun + 's')}"
 
 
-def print_table(
-    title: str, columns: Sequence[str | Column], rows: Sequence[Sequence[Any]]
-) -> None:
+def print_table(title: str, columns: Sequence[str | Column], rows: Sequence[Sequence[Any]]) -> None:
     """A rich table on a terminal; tab-separated lines with a header otherwise.
 
     On a terminal, ``Column(name, fold=True)`` columns get the width of their longest
@@ -154,6 +153,20 @@ def print_table(
     for row in cells:
         table.add_row(*row)
     make_console().print(table)
+
+
+def load_config_or_defaults(home: Path) -> Config:
+    """``config.yaml`` for a read-only command: on error, warn and use the defaults.
+
+    Commands that only read (listings, ``status``) keep working when ``config.yaml`` is
+    broken; the warning names the file, the line and what to do. Commands that write
+    should call ``load_config`` and fail instead.
+    """
+    try:
+        return load_config(home)
+    except MemoryportError as exc:
+        warnings.warn(f"{exc} (using the default settings)", ConfigWarning, stacklevel=2)
+        return Config()
 
 
 def mask(value: Any) -> str:

@@ -1,8 +1,14 @@
-"""``memoryport config``: read and change ``config.yaml``."""
+"""``memoryport config``: read and change ``config.yaml``.
+
+Secrets are never printed: a password in ``sessions.dsn`` and provider fields that are
+secret (by the provider's schema or by name, e.g. ``api_key``) show as ``***`` in
+``config show``, ``config get`` and the echo of ``config set``.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +16,16 @@ import click
 import yaml
 
 from memoryport.cli._common import echo_json, get_home, json_option
-from memoryport.config import config_path, get_value, load_config, set_value
+from memoryport.config import (
+    config_path,
+    get_value,
+    load_config,
+    provider_env_var,
+    set_value,
+)
+from memoryport.config.secrets import HIDDEN, looks_secret, mask_config, mask_dsn
+from memoryport.display import printable
+from memoryport.errors import ConfigError
 
 __all__ = ["config_group"]
 
@@ -19,8 +34,34 @@ def _render(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | dict):
-        return json.dumps(value)
+        return json.dumps(value, ensure_ascii=False, default=str)
     return str(value)
+
+
+def _secret_specs(home: Path) -> dict[str, dict[str, Mapping[str, Any]]]:
+    """Secret fields each installed provider declares in its manifest (nothing is imported)."""
+    from memoryport.plugins.discovery import discover
+
+    try:
+        found = discover(home)
+    except Exception:  # a broken plugin directory must not hide the masking by name
+        return {}
+    return {
+        name: {str(spec["key"]): spec for spec in info.manifest.config if spec.get("secret")}
+        for name, info in found.providers.items()
+    }
+
+
+def _masked(home: Path, dotted: str, value: Any) -> Any:
+    """``value`` of ``dotted`` as it may be shown: secrets become ``***``."""
+    section, _, key = dotted.partition(".")
+    if dotted == "sessions.dsn" and isinstance(value, str):
+        return mask_dsn(value)
+    if section in ("memory", "sessions", "agent") or value in (None, ""):
+        return value
+    if looks_secret(key) or key in _secret_specs(home).get(section, {}):
+        return HIDDEN
+    return value
 
 
 @click.group("config")
@@ -34,27 +75,48 @@ def config_group() -> None:
 def get_command(key: str, as_json: bool) -> None:
     """Print the value of one setting.
 
-    Example: `memoryport config get memory.provider`.
+    Secrets are shown as ***. Example: `memoryport config get memory.provider`.
     """
-    value = get_value(get_home(), key)
+    home = get_home()
+    value = _masked(home, key, get_value(home, key))
     if as_json:
         echo_json({"key": key, "value": value})
     else:
-        click.echo(_render(value))
+        click.echo(printable(_render(value)))
 
 
-@config_group.command("set")
+def _refuse_schema_secret(home: Path, key: str) -> None:
+    """A field the provider marks secret belongs in .env, not in config.yaml."""
+    section, _, field = key.partition(".")
+    spec = _secret_specs(home).get(section, {}).get(field)
+    if spec is None:
+        return
+    env_var = provider_env_var(section, spec)
+    raise ConfigError(
+        f"{key} is a secret: it is not stored in config.yaml. Run `memoryport setup "
+        f"{section}` (it stores it in <home>/.env, mode 0600), or set {env_var} in the "
+        "environment or in <home>/.env"
+    )
+
+
+@config_group.command("set", context_settings={"ignore_unknown_options": True})
 @click.argument("key")
 @click.argument("value")
 def set_command(key: str, value: str) -> None:
     """Set one setting; the value is converted to the setting's type.
 
+    The value is checked against the setting's range before anything is written.
+
     Examples: `memoryport config set memory.nudge_interval 5`,
-    `memoryport config set sessions.hidden_sources tool,subagent`.
+    `memoryport config set sessions.hidden_sources tool,subagent`. Negative numbers need
+    no `--` (they are refused where the setting's range excludes them). Provider fields
+    marked secret are refused: store them with `memoryport setup NAME` (in .env).
     """
     home = get_home()
+    _refuse_schema_secret(home, key)
     set_value(home, key, value)
-    click.echo(f"{key} = {_render(get_value(home, key))}")
+    shown = _masked(home, key, get_value(home, key))
+    click.echo(printable(f"{key} = {_render(shown)}"))
     if key == "memory.provider" and value.strip():
         _warn_if_not_installed(home, value.strip())
 
@@ -67,9 +129,12 @@ def _warn_if_not_installed(home: Path, name: str) -> None:
     if found.get(name) is None:
         known = ", ".join(sorted(found.providers)) or "none"
         click.echo(
-            f"warning: no memory provider named {name!r} is installed yet (installed: "
-            f"{known}); until it is, agents run with built-in memory only. Install it, or "
-            "copy its plugin directory to <home>/plugins/ (`memoryport providers list`).",
+            printable(
+                f"warning: no memory provider named {name!r} is installed yet (installed: "
+                f"{known}); until it is, agents run with built-in memory only. Install it, "
+                "or copy its plugin directory to <home>/plugins/ (`memoryport providers "
+                "list`)."
+            ),
             err=True,
         )
 
@@ -88,9 +153,15 @@ def path_command(as_json: bool) -> None:
 @config_group.command("show")
 @json_option
 def show_command(as_json: bool) -> None:
-    """Print the effective configuration (defaults filled in)."""
-    data = load_config(get_home()).to_dict()
+    """Print the effective configuration (defaults filled in).
+
+    Secrets (a password in sessions.dsn, provider keys) are shown as ***.
+    """
+    home = get_home()
+    secret_keys = {name: set(specs) for name, specs in _secret_specs(home).items()}
+    data = mask_config(load_config(home).to_dict(), secret_keys)
     if as_json:
         echo_json(data)
     else:
-        click.echo(yaml.safe_dump(data, sort_keys=False).rstrip())
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        click.echo(printable(text.rstrip()))

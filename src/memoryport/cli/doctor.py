@@ -8,14 +8,15 @@ import stat
 import tempfile
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import click
 
 from memoryport.cli._common import echo_json, get_home, json_option
-from memoryport.config import ConfigWarning, config_path, env_path, load_config
+from memoryport.config import ConfigWarning, config_path, env_path, load_config, read_env
+from memoryport.config.secrets import holds_secret
 from memoryport.errors import ConfigError, MemoryportError
 from memoryport.plugins import discover, load
 
@@ -46,12 +47,34 @@ def _check_home(home: Path) -> Iterator[Check]:
         yield Check("home", "warn", f"{home} is readable by others ({mode:o})", f"chmod 700 {home}")
     else:
         yield Check("home", "ok", f"{home} ({mode:o})")
+    if not _writable(home):
+        yield Check(
+            "home",
+            "warn",
+            f"{home} is read-only for you: reading works, but memory writes, chat "
+            "history and `config set` will fail",
+            f"make it writable (chmod u+w {home}) or choose another home with --home",
+        )
+
+
+def _writable(directory: Path) -> bool:
+    """True when this user can create files in ``directory`` (checked for real)."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".doctor-"):
+            return True
+    except OSError:
+        return False
 
 
 def _check_env(home: Path) -> Iterator[Check]:
     path = env_path(home)
     if not path.exists():
         yield Check(".env", "ok", "no secrets file")
+        return
+    try:
+        read_env(home)
+    except MemoryportError as exc:
+        yield Check(".env", "fail", str(exc), f"fix {path} (or run `memoryport setup` again)")
         return
     mode = stat.S_IMODE(path.stat().st_mode)
     if mode & 0o077:
@@ -61,37 +84,47 @@ def _check_env(home: Path) -> Iterator[Check]:
 
 
 def _check_config(home: Path) -> Iterator[Check]:
+    path = config_path(home)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConfigWarning)
         try:
-            load_config(home)
+            config = load_config(home)
         except MemoryportError as exc:
-            yield Check("config", "fail", str(exc), f"edit {config_path(home)}")
+            yield Check("config", "fail", str(exc), f"edit {path}")
             return
     for warning in caught:
         if issubclass(warning.category, ConfigWarning):
             yield Check("config", "warn", str(warning.message), "remove or rename the key")
-    yield Check("config", "ok", str(config_path(home)))
+    mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else 0
+    if mode & 0o077 and holds_secret(config.to_dict()):
+        yield Check(
+            "config",
+            "warn",
+            f"{path} holds a secret (a password or key) and has mode {mode:o}",
+            f"chmod 600 {path}, or move the secret to .env with `memoryport setup`",
+        )
+    yield Check("config", "ok", str(path))
 
 
-@contextlib.contextmanager
-def _scratch_db(home: Path) -> Iterator[sqlite3.Connection]:
-    directory = home if home.is_dir() else Path(tempfile.gettempdir())
-    path = directory / f".doctor-{uuid.uuid4().hex}.db"
-    conn = sqlite3.connect(path)
-    try:
-        yield conn
-    finally:
-        conn.close()
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            with contextlib.suppress(FileNotFoundError):
-                Path(f"{path}{suffix}").unlink()
+def _wal_directory(home: Path) -> tuple[Path | None, str]:
+    """Where to try a WAL database: the home, or where it will be created; else why not."""
+    if home.is_dir():
+        if _writable(home):
+            return home, "in the home directory"
+        return None, f"{home} is read-only for you"
+    probe = home.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.is_dir() and _writable(probe):
+        return probe, f"in {probe} (where the home will be created; it does not exist yet)"
+    return None, f"{home} does not exist and {probe} is not writable"
 
 
 def _check_sqlite(home: Path) -> Iterator[Check]:
     version = sqlite3.sqlite_version
     upgrade = "use a Python build whose SQLite has FTS5 (SQLite >= 3.34 for trigram)"
-    with _scratch_db(home) as conn:
+    conn = sqlite3.connect(":memory:")
+    try:
         try:
             conn.execute("CREATE VIRTUAL TABLE t5 USING fts5(body)")
             yield Check("sqlite fts5", "ok", f"SQLite {version}")
@@ -102,16 +135,36 @@ def _check_sqlite(home: Path) -> Iterator[Check]:
             yield Check("sqlite trigram", "ok", "trigram tokenizer available")
         except sqlite3.OperationalError as exc:
             yield Check("sqlite trigram", "warn", f"no trigram tokenizer: {exc}", upgrade)
+    finally:
+        conn.close()
+    yield from _check_wal(home)
+
+
+def _check_wal(home: Path) -> Iterator[Check]:
+    directory, where = _wal_directory(home)
+    if directory is None:
+        yield Check(
+            "sqlite wal", "warn", f"WAL not checked: {where}", "run doctor where you can write"
+        )
+        return
+    path = directory / f".doctor-{uuid.uuid4().hex}.db"
+    conn = sqlite3.connect(path)
+    try:
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() == "wal":
-            yield Check("sqlite wal", "ok", "WAL journal works in the home directory")
-        else:
-            yield Check(
-                "sqlite wal",
-                "fail",
-                f"WAL is not supported here (journal_mode={mode})",
-                "put the home on a local file system (not NFS/SMB)",
-            )
+    finally:
+        conn.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                Path(f"{path}{suffix}").unlink()
+    if str(mode).lower() == "wal":
+        yield Check("sqlite wal", "ok", f"WAL journal works {where}")
+    else:
+        yield Check(
+            "sqlite wal",
+            "fail",
+            f"WAL is not supported {where} (journal_mode={mode})",
+            "put the home on a local file system (not NFS/SMB)",
+        )
 
 
 def _check_state_db(home: Path) -> Iterator[Check]:
@@ -220,9 +273,20 @@ def _check_sessions(home: Path) -> Iterator[Check]:
     try:
         settings = load_config(home).sessions
     except MemoryportError:
-        return  # the config check already reported it
+        yield from _check_state_db(home)  # the config check already reported the config
+        return
     if settings.backend != "postgres":
-        yield Check("sessions", "ok", f"SQLite session store at {home / 'state.db'}")
+        state = list(_check_state_db(home))
+        yield from state
+        if any(check.status == "fail" for check in state):
+            yield Check(
+                "sessions",
+                "fail",
+                f"the SQLite session store at {home / 'state.db'} cannot be used (see state.db)",
+                "fix state.db as said above; session history is unavailable until then",
+            )
+        else:
+            yield Check("sessions", "ok", f"SQLite session store at {home / 'state.db'}")
         return
     if not settings.dsn:
         yield Check(
@@ -249,7 +313,6 @@ _CHECKS = (
     _check_env,
     _check_config,
     _check_sqlite,
-    _check_state_db,
     _check_sessions,
     _check_provider,
 )
@@ -262,8 +325,21 @@ def run_checks(home: Path) -> list[Check]:
         # The config check reports each ConfigWarning; other steps must not repeat them.
         warnings.simplefilter("ignore", ConfigWarning)
         for group in _CHECKS:
-            checks.extend(group(home))
+            checks.extend(_guarded(group, home))
     return checks
+
+
+def _guarded(group: Callable[[Path], Iterator[Check]], home: Path) -> list[Check]:
+    """Run one check group; an error it raises becomes a ``fail`` finding, not a crash."""
+    name = group.__name__.removeprefix("_check_").replace("_", " ")
+    found: list[Check] = []
+    try:
+        found.extend(group(home))
+    except (MemoryportError, OSError, sqlite3.Error) as exc:
+        found.append(Check(name, "fail", str(exc), "fix the cause above and run doctor again"))
+    except Exception as exc:  # doctor reports; it must never die with a traceback
+        found.append(Check(name, "fail", f"{type(exc).__name__}: {exc}", "report it upstream"))
+    return found
 
 
 _MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}

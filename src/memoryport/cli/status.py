@@ -16,14 +16,16 @@ from memoryport.config import (
     missing_env_vars,
     profile_name,
     provider_env_var,
+    read_env,
     validate_provider_config,
 )
+from memoryport.display import printable
 from memoryport.errors import MemoryportError
 from memoryport.plugins import Discovery, discover, load
 from memoryport.provider import MemoryProvider
 from memoryport.types import InitContext
 
-__all__ = ["gather_status", "probe_health", "status_command"]
+__all__ = ["gather_status", "probe_health", "problems", "status_command"]
 
 _PROBE_QUERY = "memoryport status probe"
 
@@ -126,6 +128,31 @@ def _provider_status(
     return status
 
 
+def _safe_provider_status(
+    name: str, home: Path, config: Config, probe: bool, found: Discovery
+) -> dict[str, Any]:
+    """``_provider_status``, with an unreadable .env or config reported, not raised."""
+    try:
+        return _provider_status(name, home, config, probe, found)
+    except MemoryportError as exc:
+        return {"name": name, "installed": found.get(name) is not None, "error": str(exc)}
+
+
+def problems(data: dict[str, Any]) -> list[str]:
+    """What makes ``memoryport status`` exit 1: a broken config/.env or active provider."""
+    found: list[str] = []
+    if data.get("config_error"):
+        found.append(f"config.yaml is invalid: {data['config_error']}")
+    if data.get("env_error"):
+        found.append(f".env is unreadable: {data['env_error']}")
+    provider = data.get("provider")
+    if provider and not provider.get("installed"):
+        found.append(f"provider {provider['name']!r} is selected but not installed")
+    elif provider and provider.get("error"):
+        found.append(f"provider {provider['name']!r} failed to load (see above)")
+    return found
+
+
 def gather_status(home: Path, *, probe: bool = True) -> dict[str, Any]:
     """Everything ``memoryport status`` shows, as a JSON-ready dict."""
     data: dict[str, Any] = {
@@ -138,10 +165,14 @@ def gather_status(home: Path, *, probe: bool = True) -> dict[str, Any]:
     except MemoryportError as exc:
         data["config_error"] = str(exc)
         config = Config()
+    try:
+        read_env(home)
+    except MemoryportError as exc:
+        data["env_error"] = str(exc)
     data["builtin"] = _builtin_status(home, config)
     found = discover(home)
     name = config.memory.provider
-    data["provider"] = _provider_status(name, home, config, probe, found) if name else None
+    data["provider"] = _safe_provider_status(name, home, config, probe, found) if name else None
     data["providers"] = [
         {"name": n, "source": i.source, "version": i.manifest.version}
         for n, i in found.providers.items()
@@ -190,7 +221,7 @@ def _print_provider(p: dict[str, Any] | None) -> None:
     if "available" in p:
         click.echo(f"  available: {'yes' if p['available'] else 'no'}")
     for key, value in (p.get("config") or {}).items():
-        click.echo(f"  config {key}: {value}")
+        click.echo(printable(f"  config {key}: {value}"))
     for var in p.get("missing_env", []):
         click.echo(f"  missing env var: {var}")
     for problem in p.get("config_problems", []):
@@ -199,7 +230,7 @@ def _print_provider(p: dict[str, Any] | None) -> None:
         click.echo(f"  warning: {warning}")
     if p.get("error"):
         click.echo("  load error:")
-        click.echo("    " + str(p["error"]).rstrip().replace("\n", "\n    "))
+        click.echo(printable("    " + str(p["error"]).rstrip().replace("\n", "\n    ")))
     if p.get("health"):
         _print_health(p["health"])
     if p.get("health_error"):
@@ -212,15 +243,17 @@ def _print_provider(p: dict[str, Any] | None) -> None:
 def status_command(no_probe: bool, as_json: bool) -> None:
     """Show built-in memory, the selected provider (config, availability, health).
 
-    Exits 1 when config.yaml has an error (the rest is shown with default settings).
+    Exits 1 when config.yaml or .env cannot be read (the rest is shown with default
+    settings) and when the selected provider is not installed or fails to load.
     """
     data = gather_status(get_home(), probe=not no_probe)
     if as_json:
         echo_json(data)
     else:
         _print_status(data)
-    if data.get("config_error"):
-        raise click.ClickException(f"config.yaml is invalid: {data['config_error']}")
+    found = problems(data)
+    if found:
+        raise click.ClickException("; ".join(found))
 
 
 def _print_status(data: dict[str, Any]) -> None:
@@ -228,6 +261,8 @@ def _print_status(data: dict[str, Any]) -> None:
     click.echo(f"Config: {data['config_path']}")
     if data.get("config_error"):
         click.echo("  config: INVALID (see the error below); showing default settings")
+    if data.get("env_error"):
+        click.echo("  .env: UNREADABLE (see the error below); its secrets are not used")
     _print_builtin(data["builtin"])
     _print_provider(data["provider"])
     names = ", ".join(f"{p['name']} ({p['source']})" for p in data["providers"]) or "none"
