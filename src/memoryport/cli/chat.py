@@ -37,6 +37,7 @@ SLASH_HELP = """Commands:
   /title TEXT     name the current session
   /memory         show curated memory (MEMORY.md and USER.md entries)
   /search QUERY   search past sessions
+  /retry          store turns that could not be saved (disk full, database locked)
   /help           this list
   /exit           quit (Ctrl+D works too)"""
 """The ``/help`` text."""
@@ -80,6 +81,42 @@ def _show_search(memory: Memory, query: str, echo: Echo) -> None:
         echo(f"    {hit.get('snippet', '')}")
 
 
+def _retry_unsaved(agent: Agent, echo: Echo) -> None:
+    count = len(agent.unsaved)
+    if not count:
+        echo("Nothing to retry: every turn is saved.")
+        return
+    error = agent.save_unsaved()
+    if error:
+        echo(f"Still not saved ({plural(len(agent.unsaved), 'turn')}): {error}")
+    else:
+        echo(f"Saved {plural(count, 'turn')}.")
+
+
+def unsaved_notice(error: str) -> str:
+    """What the user is told when a turn could not be stored."""
+    return (
+        f"warning: this conversation is not saved yet: {error}\n"
+        "It is kept in memory and saved with your next message; /retry tries now."
+    )
+
+
+def model_error(exc: Exception, agent: Agent) -> str:
+    """One line for a failed model call; a connection failure names the endpoint URL."""
+    from openai import APIConnectionError, APITimeoutError
+
+    url = getattr(agent.client, "base_url", "") or "(default endpoint)"
+    if isinstance(exc, APITimeoutError):
+        return f"the model endpoint at {url} did not answer in time"
+    if isinstance(exc, APIConnectionError):
+        cause = exc.__cause__ or exc
+        return (
+            f"cannot reach the model endpoint at {url} ({type(cause).__name__}: {cause}); "
+            "check --base-url / agent.base_url and that the server is running"
+        )
+    return f"model error: {type(exc).__name__}: {exc}"
+
+
 def run_command(agent: Agent, line: str, echo: Echo) -> bool:
     """Run one slash command; return False when the chat should end."""
     name, _, arg = line.strip().partition(" ")
@@ -100,6 +137,8 @@ def run_command(agent: Agent, line: str, echo: Echo) -> bool:
         _show_memory(agent.memory, echo)
     elif name == "/search" and arg:
         _show_search(agent.memory, arg, echo)
+    elif name == "/retry":
+        _retry_unsaved(agent, echo)
     elif name == "/help":
         echo(SLASH_HELP)
     else:
@@ -143,8 +182,10 @@ class _Repl:
             self.write(f"\nerror: {exc}\n")
             return
         except Exception as exc:  # the API client raises its own errors; show, keep going
-            self.write(f"\nmodel error: {type(exc).__name__}: {exc}\n")
+            self.write(f"\n{model_error(exc, self.agent)}\n")
             return
+        if outcome.unsaved:
+            self.write(f"\n{unsaved_notice(outcome.unsaved)}")
         if outcome.interrupted:
             self.interrupted = True
             self.write("\n[interrupted — press Ctrl+C again to exit]\n")
@@ -168,11 +209,30 @@ class _Repl:
             self.answer(line)
 
 
-def _build_agent(home_ctx: click.Context, model: str | None, base_url: str | None) -> Agent:
+def _provider_warning(message: Any) -> None:
+    """``warning_callback`` for providers: a warning line on stderr."""
+    from memoryport.display import printable
+
+    click.echo(f"warning: {printable(str(message))}", err=True)
+
+
+def _provider_status(message: Any) -> None:
+    """``status_callback`` for providers: a status line on stderr."""
+    from memoryport.display import printable
+
+    click.echo(f"[memory] {printable(str(message))}", err=True)
+
+
+def _build_agent(
+    home_ctx: click.Context, model: str | None, base_url: str | None, user_id: str | None
+) -> Agent:
     from memoryport.agent import Agent, ChatClient
     from memoryport.api import open_memory
 
-    memory = open_memory(get_home(home_ctx), "default", platform="cli")
+    memory = open_memory(get_home(home_ctx), "default", user_id, platform="cli")
+    memory.provider_kwargs.update(  # what Hermes' CLI passes to providers' initialize
+        warning_callback=_provider_warning, status_callback=_provider_status
+    )
     settings = memory.config.agent
     try:
         client = ChatClient(
@@ -186,11 +246,38 @@ def _build_agent(home_ctx: click.Context, model: str | None, base_url: str | Non
     return Agent(memory, client, source="cli")
 
 
+def _check_user(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    user = value.strip()
+    if not user or len(user) > 200 or not user.isprintable():
+        raise click.BadParameter(
+            "a user id is 1-200 printable characters (e.g. --user alice)", ctx, param
+        )
+    return user
+
+
+def _one_shot(agent: Agent, message: str) -> None:
+    try:
+        outcome = agent.run_turn(message)
+    except MemoryportError:
+        raise
+    except Exception as exc:  # the API client's errors become a clean exit 1
+        raise click.ClickException(model_error(exc, agent)) from exc
+    click.echo(outcome.text)
+    if outcome.unsaved and agent.save_unsaved():
+        raise click.ClickException(f"the conversation was not saved: {outcome.unsaved}")
+
+
 @click.command("chat")
 @click.option("-m", "--message", default=None, help="Send one message, print the answer, exit.")
 @click.option("--model", default=None, help="Model name [config agent.model].")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint [agent.base_url].")
 @click.option("--session", "session_id", default=None, help="Resume this session id.")
+@click.option(
+    "--user", "user_id", default=None, callback=_check_user,
+    help="Chat as this user: sessions and search are scoped to them (multi-user agents).",
+)
 @click.pass_context
 def chat_command(
     ctx: click.Context,
@@ -198,26 +285,22 @@ def chat_command(
     model: str | None,
     base_url: str | None,
     session_id: str | None,
+    user_id: str | None,
 ) -> None:
     """Chat with the reference agent (memory, session search, providers)."""
     _require_openai()
-    agent = _build_agent(ctx, model, base_url)
+    agent = _build_agent(ctx, model, base_url, user_id)
     try:
         if session_id:
             agent.memory.sessions.get_session(session_id)  # SessionNotFound -> "Error: ..."
         agent.start(session_id)
         if message is not None:
-            try:
-                outcome = agent.run_turn(message)
-            except MemoryportError:
-                raise
-            except Exception as exc:  # the API client's errors become a clean exit 1
-                raise click.ClickException(f"model error: {type(exc).__name__}: {exc}") from exc
-            click.echo(outcome.text)
+            _one_shot(agent, message)
             return
+        who = f" · user {user_id}" if user_id else ""
         click.echo(
-            f"memoryport chat · model {agent.client.model} · session {agent.memory.session_id}\n"
-            "Type /help for commands, /exit to quit."
+            f"memoryport chat · model {agent.client.model}{who} · session "
+            f"{agent.memory.session_id}\nType /help for commands, /exit to quit."
         )
         _Repl(agent).run()
         click.echo("Bye.")
@@ -226,3 +309,5 @@ def chat_command(
             agent.close()
         except KeyboardInterrupt:
             agent.memory.close()
+        if agent.unsaved:
+            click.echo(f"error: {plural(len(agent.unsaved), 'turn')} could not be saved", err=True)
