@@ -36,10 +36,12 @@ def test_add_list_replace_remove_round_trip(home: Path) -> None:
 
     assert _run(home, "replace", "pytest", "Project uses pytest with xdist.").exit_code == 0
     data = json.loads(_run(home, "list", "--target", "memory", "--json").output)
-    assert list(data) == ["memory"]
-    assert data["memory"]["entries"] == ["Project uses pytest with xdist."]
-    assert data["memory"]["usage"] == {"used": 31, "limit": 2200, "percent": 1}
-    assert data["memory"]["path"] == str(home / "memories" / "MEMORY.md")
+    assert list(data) == ["targets", "count"] and data["count"] == 1
+    memory = data["targets"][0]
+    assert memory["target"] == "memory" and memory["entry_count"] == 1
+    assert memory["entries"] == ["Project uses pytest with xdist."]
+    assert memory["usage"] == {"used": 31, "limit": 2200, "percent": 1}
+    assert memory["path"] == str(home / "memories" / "MEMORY.md")
 
     assert _run(home, "remove", "xdist").exit_code == 0
     assert CuratedMemory(home).entries("memory") == []
@@ -74,20 +76,29 @@ def test_over_budget_and_drift_messages(home: Path) -> None:
 
     path = home / "memories" / "MEMORY.md"
     path.write_text(path.read_text(encoding="utf-8") + "\n§\n" + "z" * 100, encoding="utf-8")
-    drift = _run(home, "remove", "aaa")
+    drift = _run(home, "add", "another")
     assert drift.exit_code == 1
     assert "changed by another program" in drift.output and "How to fix:" in drift.output
-    assert list((home / "memories").glob("MEMORY.md.bak.*"))
+    assert "memoryport memory edit --target memory" in drift.output
+    assert len(list((home / "memories").glob("MEMORY.md.bak.*"))) == 1
+    again = _run(home, "add", "another")
+    assert again.exit_code == 1
+    assert len(list((home / "memories").glob("MEMORY.md.bak.*"))) == 1  # one per drift event
+    removed = _run(home, "remove", "zzz")  # the oversized entry itself can always go
+    assert removed.exit_code == 0, removed.output
+    assert CuratedMemory(home).entries("memory") == ["a" * 30]
+    assert len(list((home / "memories").glob("MEMORY.md.bak.*"))) == 1
 
 
 def test_user_option_scopes_the_profile(home: Path) -> None:
     added = _run(home, "add", "--target", "user", "--user", "alice", "Alice codes in Go.")
     assert added.exit_code == 0
     default = json.loads(_run(home, "list", "--target", "user", "--json").output)
-    assert default["user"]["entries"] == []
+    assert default["targets"][0]["entries"] == []
     alice = json.loads(_run(home, "list", "--user", "alice", "--json").output)
-    assert alice["user"]["entries"] == ["Alice codes in Go."]
-    assert alice["user"]["path"] == str(home / "memories" / "users" / "alice" / "USER.md")
+    user = {info["target"]: info for info in alice["targets"]}["user"]
+    assert user["entries"] == ["Alice codes in Go."]
+    assert user["path"] == str(home / "memories" / "users" / "alice" / "USER.md")
 
 
 def test_path_command(home: Path) -> None:
@@ -121,7 +132,7 @@ def test_list_marks_unsafe_entries(home: Path) -> None:
     listing = _run(home, "list", "--target", "memory")
     assert "[unsafe: prompt_injection]" in listing.output
     data = json.loads(_run(home, "list", "--target", "memory", "--json").output)
-    assert data["memory"]["blocked"] == {"2": ["prompt_injection"]}
+    assert data["targets"][0]["blocked"] == {"2": ["prompt_injection"]}
 
 
 def test_group_is_registered_on_the_main_cli() -> None:
@@ -129,7 +140,7 @@ def test_group_is_registered_on_the_main_cli() -> None:
 
     result = CliRunner().invoke(main, ["memory", "--help"])
     assert result.exit_code == 0
-    for command in ("list", "add", "replace", "remove", "path"):
+    for command in ("list", "add", "replace", "remove", "path", "edit"):
         assert command in result.output
 
 

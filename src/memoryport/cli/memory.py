@@ -1,8 +1,11 @@
 """``memoryport memory``: list and edit curated memory (``MEMORY.md`` / ``USER.md``).
 
-A thin shell over :class:`memoryport.providers.builtin.CuratedMemory`: every rule (scan,
-budget, duplicates, matching, drift guard, locking) lives in the store. Refused writes exit
-with status 1 and a message on stderr.
+Writes (``add``, ``replace``, ``remove``) go through the public API exactly like the model's
+``memory`` tool: ``memoryport.open(...)`` then ``Memory.call_tool("memory", ...)``, so the
+scan, budget, drift guard and the active provider's ``on_memory_write`` all apply. Reads
+(``list``, ``path``) open the files directly and still work, with a warning, when
+``config.yaml`` is invalid. Refused writes exit with status 1 and a message on stderr (or a
+JSON object on stdout with ``--json``); nothing is changed.
 """
 
 from __future__ import annotations
@@ -11,42 +14,58 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from memoryport.cli._common import get_home, home_option, is_terminal, make_console, plural
-from memoryport.config import load_config
+from memoryport.config import MemorySettings, load_config
+from memoryport.display import printable
 from memoryport.errors import MemoryportError
-from memoryport.providers.builtin.store import CuratedMemory, WriteResult
+from memoryport.providers.builtin.store import CuratedMemory
 
-__all__ = ["memory_group"]
+__all__ = ["memory_group", "open_store", "store_options"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _TARGETS = click.Choice(["memory", "user"])
 
 
-def _store_options(func: _F) -> _F:
+def store_options(func: _F) -> _F:
     """``--home`` and ``--user``, shared by every command of the group."""
     func = click.option(
         "--user",
         "user_id",
         default="",
         metavar="USER_ID",
-        help="Use this user's own profile (memories/users/<id>/USER.md).",
+        help="Use this user's own files (memories/users/<id>/).",
     )(func)
     return home_option(func)
 
 
-def _open_store(home: Path | None, user_id: str) -> CuratedMemory:
+def _json_flag(func: _F) -> _F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
+
+
+def open_store(home: Path | None, user_id: str, *, degrade: bool = False) -> CuratedMemory:
     """Open the store with the limits and switches from ``<home>/config.yaml``.
 
     ``home`` is this command's ``--home``; without it the root ``memoryport --home/--profile``
-    choice (or ``$MEMORYPORT_HOME``, or ``~/.memoryport``) applies.
+    choice (or ``$MEMORYPORT_HOME``, or ``~/.memoryport``) applies. With ``degrade`` (read
+    commands) an invalid ``config.yaml`` gives a warning and the default settings.
     """
+    resolved = get_home(None, home)
     try:
-        resolved = get_home(None, home)
         settings = load_config(resolved).memory
+    except (MemoryportError, ValueError, OSError) as exc:
+        if not degrade:
+            raise click.ClickException(str(exc)) from exc
+        click.echo(
+            f"warning: {printable(str(exc))}\nwarning: config.yaml could not be read; showing "
+            "memory with the default settings (fix it with `memoryport config show`).",
+            err=True,
+        )
+        settings = MemorySettings()
+    try:
         return CuratedMemory(
             resolved,
             user_id=user_id,
@@ -54,39 +73,80 @@ def _open_store(home: Path | None, user_id: str) -> CuratedMemory:
             user_char_limit=settings.user_char_limit,
             memory_enabled=settings.memory_enabled,
             user_profile_enabled=settings.user_profile_enabled,
+            agent_notes=settings.agent_notes,
         )
     except (MemoryportError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
 
 
-def _fail(exc: MemoryportError) -> click.ClickException:
-    """A ClickException (exit 1) whose message carries the useful error details."""
-    details = exc.to_dict()
-    lines = [str(exc)]
-    for match in details.get("matches", []):
-        lines.append(f"  matches: {match}")
-    if details.get("usage"):
-        lines.append(f"Usage: {details['usage']}")
-    if details.get("remediation"):
-        lines.append(f"How to fix: {details['remediation']}")
-    return click.ClickException("\n".join(lines))
+def _error_lines(payload: dict[str, Any]) -> str:
+    """The human message for a failed tool result: error, matches, usage, how to fix."""
+    lines = [str(payload.get("error", "the write failed"))]
+    lines.extend(f"  matches: {match}" for match in payload.get("matches", []) or [])
+    if payload.get("usage"):
+        lines.append(f"Usage: {payload['usage']}")
+    if payload.get("remediation"):
+        lines.append(f"How to fix: {payload['remediation']}")
+    return printable("\n".join(lines))
 
 
-def _report(result: WriteResult) -> None:
-    count = plural(result.entry_count, "entry")
-    click.echo(f"{result.message} {result.target}: {result.usage}, {count}")
+def _fail(message: str, as_json: bool, **extra: Any) -> NoReturn:
+    """Exit 1: JSON ``{"success": false, ...}`` on stdout, or the message on stderr."""
+    if as_json:
+        click.echo(json.dumps({"success": False, "error": message, **extra}, ensure_ascii=False))
+        raise SystemExit(1)
+    raise click.ClickException(printable(message))
 
 
-def _run_write(action: Callable[[], WriteResult]) -> None:
+def _read_content(content: str, as_json: bool) -> str:
+    """``-`` reads the content from stdin, which must be UTF-8."""
+    if content != "-":
+        return content
+    data = sys.stdin.buffer.read()
     try:
-        _report(action())
-    except MemoryportError as exc:
-        raise _fail(exc) from exc
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _fail(
+            f"stdin is not valid UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+            "cannot be decoded. Nothing was written. Convert the text to UTF-8 first "
+            "(for example `iconv -f latin1 -t utf-8`).",
+            as_json,
+        )
 
 
-def _read_content(content: str) -> str:
-    """``-`` reads the content from stdin."""
-    return sys.stdin.read() if content == "-" else content
+def _call_memory_tool(home: Path | None, user_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one ``memory`` tool call through ``memoryport.open`` (providers see the write)."""
+    from memoryport.api import open_memory
+
+    resolved = get_home(None, home)
+    memory = open_memory(resolved, user_id=user_id or None, platform="cli")
+    try:
+        memory.start_session(source="cli")
+        text = memory.call_tool("memory", args, source="cli")
+    finally:
+        memory.close()
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def _write(
+    home: Path | None, user_id: str, as_json: bool, action: str, args: dict[str, Any]
+) -> None:
+    try:
+        payload = _call_memory_tool(home, user_id, {"action": action, **args})
+    except (MemoryportError, ValueError, OSError) as exc:
+        _fail(f"{exc}. Nothing was written.", as_json)
+    payload["action"] = action
+    if not payload.get("success"):
+        if as_json:
+            click.echo(json.dumps(payload, ensure_ascii=False))
+            raise SystemExit(1)
+        raise click.ClickException(_error_lines(payload))
+    if as_json:
+        click.echo(json.dumps(payload, ensure_ascii=False))
+        return
+    count = plural(int(payload.get("entry_count", 0)), "entry")
+    click.echo(f"{payload['message']} {payload['target']}: {payload['usage']}, {count}")
 
 
 def _target_info(store: CuratedMemory, target: str) -> dict[str, Any]:
@@ -96,6 +156,7 @@ def _target_info(store: CuratedMemory, target: str) -> dict[str, Any]:
         "path": str(store.path(target)),
         "enabled": store.is_enabled(target),
         "entries": entries,
+        "entry_count": len(entries),
         "usage": store.usage(target).to_dict(),
         "blocked": {str(i + 1): ids for i, ids in store.blocked(target).items()},
     }
@@ -105,30 +166,32 @@ def _print_plain(info: dict[str, Any]) -> None:
     usage = info["usage"]
     state = "" if info["enabled"] else ", disabled"
     click.echo(
-        f"{info['target']}: {info['path']} ({usage['percent']}% - {usage['used']:,}/"
-        f"{usage['limit']:,} chars, {plural(len(info['entries']), 'entry')}{state})"
+        f"{info['target']}: {printable(info['path'])} ({usage['percent']}% - "
+        f"{usage['used']:,}/{usage['limit']:,} chars, "
+        f"{plural(len(info['entries']), 'entry')}{state})"
     )
     for number, entry in enumerate(info["entries"], start=1):
         flag = info["blocked"].get(str(number))
-        text = entry.replace("\n", "\n   ")
+        text = printable(entry).replace("\n", "\n    ")
         click.echo(f"{number:>2}. {text}" + (f"  [unsafe: {', '.join(flag)}]" if flag else ""))
 
 
 def _print_table(info: dict[str, Any]) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     usage = info["usage"]
     title = (
-        f"{info['target']} — {info['path']}\n{usage['percent']}% - {usage['used']:,}/"
-        f"{usage['limit']:,} chars" + ("" if info["enabled"] else " (disabled)")
+        f"{info['target']} — {printable(info['path'])}\n{usage['percent']}% - "
+        f"{usage['used']:,}/{usage['limit']:,} chars" + ("" if info["enabled"] else " (disabled)")
     )
-    table = Table(title=title, show_lines=True)
+    table = Table(title=Text(title), show_lines=True)
     table.add_column("#", justify="right")
     table.add_column("entry", overflow="fold")
     table.add_column("scan")
     for number, entry in enumerate(info["entries"], start=1):
         flag = info["blocked"].get(str(number))
-        table.add_row(str(number), entry, ", ".join(flag) if flag else "ok")
+        table.add_row(str(number), Text(printable(entry)), ", ".join(flag) if flag else "ok")
     make_console().print(table)
 
 
@@ -139,17 +202,21 @@ def memory_group() -> None:
 
 @memory_group.command("list")
 @click.option("--target", type=_TARGETS, default=None, help="Only this target [default: both].")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@_store_options
+@_json_flag
+@store_options
 def list_command(home: Path | None, user_id: str, target: str | None, as_json: bool) -> None:
-    """Show the live entries and budget usage."""
-    store = _open_store(home, user_id)
+    """Show the live entries and budget usage.
+
+    JSON: {"targets": [{"target", "path", "enabled", "entries", "entry_count", "usage",
+    "blocked"}], "count": N}. Works with a broken config.yaml (default settings, a warning).
+    """
+    store = open_store(home, user_id, degrade=True)
     try:
         infos = [_target_info(store, name) for name in ([target] if target else store.targets)]
     except MemoryportError as exc:
-        raise _fail(exc) from exc
+        raise click.ClickException(printable(str(exc))) from exc
     if as_json:
-        click.echo(json.dumps({info["target"]: info for info in infos}, ensure_ascii=False))
+        click.echo(json.dumps({"targets": infos, "count": len(infos)}, ensure_ascii=False))
         return
     show = _print_table if is_terminal() else _print_plain
     for index, info in enumerate(infos):
@@ -161,48 +228,62 @@ def list_command(home: Path | None, user_id: str, target: str | None, as_json: b
 @memory_group.command("add")
 @click.argument("content")
 @click.option("--target", type=_TARGETS, default="memory", show_default=True)
-@_store_options
-def add_command(home: Path | None, user_id: str, target: str, content: str) -> None:
+@_json_flag
+@store_options
+def add_command(home: Path | None, user_id: str, target: str, content: str, as_json: bool) -> None:
     """Add CONTENT as a new entry (use - to read it from stdin)."""
-    store = _open_store(home, user_id)
-    _run_write(lambda: store.add(target, _read_content(content)))
+    text = _read_content(content, as_json)
+    _write(home, user_id, as_json, "add", {"target": target, "content": text})
 
 
 @memory_group.command("replace")
 @click.argument("old_text")
 @click.argument("content")
 @click.option("--target", type=_TARGETS, default="memory", show_default=True)
-@_store_options
+@_json_flag
+@store_options
 def replace_command(
-    home: Path | None, user_id: str, target: str, old_text: str, content: str
+    home: Path | None, user_id: str, target: str, old_text: str, content: str, as_json: bool
 ) -> None:
     """Replace the one entry containing OLD_TEXT with CONTENT (- reads stdin)."""
-    store = _open_store(home, user_id)
-    _run_write(lambda: store.replace(target, old_text, _read_content(content)))
+    text = _read_content(content, as_json)
+    args = {"target": target, "old_text": old_text, "content": text}
+    _write(home, user_id, as_json, "replace", args)
 
 
 @memory_group.command("remove")
 @click.argument("old_text")
 @click.option("--target", type=_TARGETS, default="memory", show_default=True)
-@_store_options
-def remove_command(home: Path | None, user_id: str, target: str, old_text: str) -> None:
-    """Remove the one entry containing OLD_TEXT."""
-    store = _open_store(home, user_id)
-    _run_write(lambda: store.remove(target, old_text))
+@_json_flag
+@store_options
+def remove_command(
+    home: Path | None, user_id: str, target: str, old_text: str, as_json: bool
+) -> None:
+    """Remove the one entry containing OLD_TEXT (works on a hand-edited file too)."""
+    _write(home, user_id, as_json, "remove", {"target": target, "old_text": old_text})
 
 
 @memory_group.command("path")
 @click.option("--target", type=_TARGETS, default=None, help="Only this target [default: both].")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@_store_options
+@_json_flag
+@store_options
 def path_command(home: Path | None, user_id: str, target: str | None, as_json: bool) -> None:
     """Print the file path of each target (the files may not exist yet)."""
-    store = _open_store(home, user_id)
+    store = open_store(home, user_id, degrade=True)
     paths = {name: str(store.path(name)) for name in ([target] if target else store.targets)}
     if as_json:
         click.echo(json.dumps(paths))
     elif target:
-        click.echo(paths[target])
+        click.echo(printable(paths[target]))
     else:
         for name, path in paths.items():
-            click.echo(f"{name}: {path}")
+            click.echo(f"{name}: {printable(path)}")
+
+
+def _register_edit() -> None:
+    from memoryport.cli.memory_edit import edit_command
+
+    memory_group.add_command(edit_command)
+
+
+_register_edit()

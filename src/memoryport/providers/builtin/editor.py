@@ -8,23 +8,25 @@ from __future__ import annotations
 
 import functools
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memoryport.errors import MemoryStoreError
 from memoryport.providers.builtin.prompt import Usage
-from memoryport.storage.markdown import entry_problem, valid_text
+from memoryport.storage.markdown import entry_problem, parse_entries, valid_text
 
 __all__ = [
     "Change",
     "Editor",
+    "FileReview",
     "Operation",
     "TargetSpec",
     "WriteResult",
     "clean_content",
     "clean_old_text",
     "parse_operation",
+    "review_file",
 ]
 
 _PREVIEW_CHARS = 80
@@ -266,3 +268,63 @@ def parse_operation(index: int, op: Mapping[str, Any]) -> Operation:
             f"Operation {index} ({action}): {exc} No operations were applied."
         ) from exc
     return Operation(index, str(action), content, old_text)
+
+
+@dataclass(frozen=True)
+class FileReview:
+    """The check of a whole hand-edited file: its entries, what refuses it, what to know.
+
+    ``problems`` empty means the text may be saved; ``notes`` never block (duplicates that
+    will be dropped, unchanged entries that still fail the safety scan).
+    """
+
+    entries: list[str]
+    problems: list[str]
+    notes: list[str]
+
+
+def review_file(
+    spec: TargetSpec,
+    text: str,
+    previous: Sequence[str],
+    finding_ids: Callable[[str], list[str]],
+) -> FileReview:
+    """Check ``text`` as the new content of ``spec``'s file (what ``memory edit`` saves).
+
+    Refused: an entry larger than the whole budget, a file over budget, and a new or
+    changed entry that fails the safety scan. Entries kept unchanged from ``previous`` that
+    fail the scan are only noted (they stay hidden from the prompt, as before).
+    """
+    entries = parse_entries(valid_text(text))
+    problems: list[str] = []
+    notes: list[str] = []
+    raw_count = len([part for part in text.split("\n§\n") if part.strip()])
+    if raw_count > len(entries):
+        notes.append(f"{raw_count - len(entries)} duplicate entr(y/ies) will be dropped.")
+    old = set(previous)
+    for number, entry in enumerate(entries, start=1):
+        size = Usage.of([entry], spec.char_limit).used
+        if size > spec.char_limit:
+            problems.append(
+                f"entry {number} is {size:,} chars, larger than the whole {spec.filename} "
+                f"budget of {spec.char_limit:,}: split it with a line holding only '§' "
+                f"({_preview(entry)!r})"
+            )
+        ids = finding_ids(entry)
+        if ids and entry not in old:
+            problems.append(
+                f"entry {number} was refused by the safety scan ({', '.join(ids)}): "
+                f"{_preview(entry)!r}"
+            )
+        elif ids:
+            notes.append(
+                f"entry {number} still fails the safety scan ({', '.join(ids)}) and stays "
+                "hidden from the prompt."
+            )
+    usage = Usage.of(entries, spec.char_limit)
+    if usage.used > spec.char_limit:
+        problems.append(
+            f"the file would be {usage.used:,}/{spec.char_limit:,} chars: shorten or remove "
+            "entries"
+        )
+    return FileReview(entries, problems, notes)

@@ -30,11 +30,13 @@ from memoryport.errors import MemoryStoreError
 from memoryport.providers.builtin.editor import (
     Change,
     Editor,
+    FileReview,
     TargetSpec,
     WriteResult,
     clean_content,
     clean_old_text,
     parse_operation,
+    review_file,
 )
 from memoryport.providers.builtin.prompt import Usage, compose_prompt, render_block
 from memoryport.storage.markdown import FileState, MarkdownFile, parse_entries
@@ -290,6 +292,37 @@ class CuratedMemory:
 
         only_removes = all(op.action == "remove" for op in ops)
         return self._files[target].mutate(change, allow_drift=only_removes)
+
+    # ------------------------------------------------------------------ whole-file edit
+    def review(self, target: str, text: str, previous: Sequence[str] = ()) -> FileReview:
+        """Check ``text`` as the whole new content of ``target`` (see ``review_file``)."""
+        return review_file(self.spec(target), text, previous, self._finding_ids)
+
+    def rewrite(self, target: str, entries: Sequence[str], *, expected_raw: str) -> WriteResult:
+        """Replace ``target``'s entries with ``entries`` if the file still holds ``expected_raw``.
+
+        For ``memoryport memory edit``: the caller reviewed ``entries`` (``review``) against
+        the text it read. A drifted file is backed up first. ``MemoryStoreError`` (nothing
+        written) when the file changed in the meantime or the write fails.
+        """
+        spec = self.writable(target)
+        new = list(entries)
+
+        def change(state: FileState) -> tuple[list[str] | None, WriteResult]:
+            if state.raw.strip() != expected_raw.strip():
+                raise MemoryStoreError(
+                    f"{spec.filename} was changed by another writer while you were editing "
+                    "it; nothing was saved. Run the edit again."
+                )
+            removed = [Change("remove", spec.name, e) for e in state.entries if e not in new]
+            added = [Change("add", spec.name, e) for e in new if e not in state.entries]
+            unchanged = new == state.entries and state.drift_backup is None
+            message = "No changes." if unchanged else "File saved." + _drift_note(state)
+            usage = Usage.of(new, spec.char_limit)
+            result = WriteResult(spec.name, message, len(new), usage, (*removed, *added))
+            return (None if unchanged else new), result
+
+        return self._files[target].mutate(change, allow_drift=True)
 
     # ------------------------------------------------------------------ snapshot
     def load(self) -> Snapshot:
