@@ -6,8 +6,10 @@ Design for large stores (1M+ messages):
   survivors are filtered by scope in one query; k grows geometrically only when filters
   discard too many. BM25 costs ~7 us per matching row, so queries matching more than
   ``RELEVANCE_WINDOW`` messages rank a bounded subset (see ``_ranked_ids``).
-* Newest/oldest: walk the index in rowid order in chunks (``rowid < last``), so a common
-  word never sorts millions of rows; ids increase with insertion order.
+* Newest/oldest order by message time (ties by id), not insertion order, so imported
+  older sessions sort where they belong: a query with few matches sorts them all by
+  timestamp; a common word walks the ``messages_time`` index in chunks and keeps the rows
+  the FTS index matches, so it never sorts millions of rows.
 * Snippets are computed only for the final page.
 * Short CJK terms (which the trigram index cannot match) use a newest-first LIKE scan
   that stops at the page size.
@@ -39,6 +41,7 @@ __all__ = ["fetch_windows", "run_search", "snippets_for"]
 
 _CHUNK = 512
 _SNIPPET_GAP = 16
+_MATCH_GAP = 256
 RELEVANCE_WINDOW = 1500
 """Relevance ranks at most this many of the newest matches first (widened when filters
 leave too few hits); a rare term's matches all fit, a very common word's newest do."""
@@ -220,6 +223,11 @@ def _ranked_ids(
     return ranked + [(i, score) for i, score in more if i not in seen]
 
 
+SMALL_MATCH = 5000
+"""Chronological search sorts every match by time when a query matches at most this many
+messages; more frequent queries walk the ``messages_time`` index instead."""
+
+
 def _ordered_ids(
     conn: sqlite3.Connection,
     table: str,
@@ -229,28 +237,77 @@ def _ordered_ids(
     *,
     newest: bool,
 ) -> list[tuple[int, float]]:
+    """Matches in message-time order (ties by id), newest or oldest first.
+
+    Few matches: fetch them all from the index and sort by timestamp. Many matches (a
+    common word): walk messages by time in chunks and keep those the index matches.
+    """
+    if _count_upto(conn, table, expr, SMALL_MATCH) > SMALL_MATCH:
+        return _walk_by_time(conn, table, expr, scope, need, newest=newest)
+    ids = [r[0] for r in conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expr,))]
+    sql = "SELECT id, timestamp FROM messages WHERE id IN (SELECT value FROM json_each(?))"
+    rows = conn.execute(sql, (json.dumps(ids),)).fetchall()
+    rows.sort(key=lambda r: (r[1], r[0]), reverse=newest)
+    kept: list[tuple[int, float]] = []
+    chunk = max(need * 2, 64)
+    for start in range(0, len(rows), chunk):
+        part = [r[0] for r in rows[start : start + chunk]]
+        keep = _filter(conn, part, scope)
+        kept.extend((i, 0.0) for i in part if i in keep)
+        if len(kept) >= need:
+            break
+    return kept
+
+
+def _walk_by_time(
+    conn: sqlite3.Connection,
+    table: str,
+    expr: str,
+    scope: tuple[str, list[Any]],
+    need: int,
+    *,
+    newest: bool,
+) -> list[tuple[int, float]]:
     op, direction = ("<", "DESC") if newest else (">", "ASC")
-    bound = 2**62 if newest else -1
+    where, params = scope
+    # a session filter is served by its own index; otherwise walk the time index
+    index = "" if "m.session_id IN" in where else " INDEXED BY messages_time"
+    sql = (
+        f"SELECT m.id, m.timestamp FROM messages m{index} JOIN sessions s ON s.id = m.session_id"
+        f" WHERE (m.timestamp, m.id) {op} (?, ?){where}"
+        f" ORDER BY m.timestamp {direction}, m.id {direction} LIMIT ?"
+    )
+    bound = (float("inf"), 2**62) if newest else (float("-inf"), -1)
     chunk = max(_CHUNK, need * 2)
     kept: list[tuple[int, float]] = []
     while len(kept) < need:
-        ids = [
-            r[0]
-            for r in conn.execute(
-                f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid {op} ? "
-                f"ORDER BY rowid {direction} LIMIT ?",
-                (expr, bound, chunk),
-            )
-        ]
-        if not ids:
+        rows = conn.execute(sql, [*bound, *params, chunk]).fetchall()
+        if not rows:
             break
-        keep = _filter(conn, ids, scope)
-        kept.extend((i, 0.0) for i in ids if i in keep)
-        bound = ids[-1]
-        if len(ids) < chunk:
+        matched = _matching(conn, table, expr, [r[0] for r in rows])
+        kept.extend((r[0], 0.0) for r in rows if r[0] in matched)
+        bound = (rows[-1][1], rows[-1][0])
+        if len(rows) < chunk:
             break
         chunk = min(chunk * 4, 65536)
     return kept
+
+
+def _matching(conn: sqlite3.Connection, table: str, expr: str, ids: list[int]) -> set[int]:
+    """The subset of ``ids`` the index matches: one ``rowid BETWEEN`` scan per cluster of
+    nearby ids (a time-ordered chunk is usually one contiguous id range)."""
+    clusters: list[list[int]] = []
+    for message_id in sorted(ids):
+        if clusters and message_id - clusters[-1][-1] <= _MATCH_GAP:
+            clusters[-1].append(message_id)
+        else:
+            clusters.append([message_id])
+    wanted = set(ids)
+    found: set[int] = set()
+    sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ?"
+    for cluster in clusters:
+        found.update(r[0] for r in conn.execute(sql, (expr, cluster[0], cluster[-1])))
+    return found & wanted
 
 
 def _like_search(
@@ -268,7 +325,8 @@ def _like_search(
     direction = "ASC" if sort == "oldest" else "DESC"
     sql = (
         f"SELECT {_HIT_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id "
-        f"WHERE {where}{scope_where} ORDER BY m.id {direction} LIMIT ? OFFSET ?"
+        f"WHERE {where}{scope_where} ORDER BY m.timestamp {direction}, m.id {direction}"
+        " LIMIT ? OFFSET ?"
     )
     needles = [t.text for t in iter_terms(parsed.root, negated=False)]
     hits = []

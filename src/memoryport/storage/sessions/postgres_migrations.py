@@ -210,6 +210,16 @@ def m004_session_title_index(cur: Cursor, schema: sql.Identifier) -> None:
     )
 
 
+@_migration
+def m006_message_time_index(cur: Cursor, schema: sql.Identifier) -> None:
+    """An index for chronological search (``sort=newest/oldest`` order by message time,
+    ties by id). Named like its SQLite twin; SQLite's m005 (bulk FTS insert) has no
+    PostgreSQL counterpart."""
+    cur.execute(
+        sql.SQL("CREATE INDEX messages_time ON {s}.messages (timestamp, id)").format(s=schema)
+    )
+
+
 def _trigram_ops(cur: Cursor) -> sql.Composable | None:
     """Create ``pg_trgm`` if possible; return its ``gin_trgm_ops`` operator class or None."""
     try:

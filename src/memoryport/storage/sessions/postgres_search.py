@@ -6,7 +6,7 @@ Plans mirror the SQLite store (see :meth:`ParsedQuery.plan`):
   parse tree (:func:`compile_tsquery`) and normalised by ``to_tsquery(<store config>, ...)``
   once, up front; a query left with only stopwords or only negations returns nothing
   instead of scanning the table. Relevance is ``ts_rank_cd`` (cover density,
-  normalised by document length), newest/oldest walk message ids.
+  normalised by document length); newest/oldest order by message time, ties by id.
 * ``trigram`` -- ``content ILIKE`` over messages containing CJK text, which the partial
   ``pg_trgm`` GIN index answers when the extension is present (and a scan otherwise).
   Relevance counts occurrences of the terms, damped by length.
@@ -167,10 +167,11 @@ def _quote(text: str) -> str:
 
 
 def _order(sort: SortOrder, score: str | None) -> str:
+    """Chronological sorts order by message time, ties by id (index ``messages_time``)."""
     if sort == "oldest":
-        return "m.id ASC"
+        return "m.timestamp ASC, m.id ASC"
     if sort == "newest" or score is None:
-        return "m.id DESC"
+        return "m.timestamp DESC, m.id DESC"
     return f"{score} DESC, m.id DESC"
 
 
@@ -215,7 +216,7 @@ def _fts_search(
         scope=scope[0],
         order=sql.SQL(order),
         cfg=ts_config(schema),
-        outer=sql.SQL(order.replace("m.id", "page.id")),
+        outer=sql.SQL(order.replace("m.", "page.")),
         headline=sql.SQL(
             "ts_headline({cfg}, page.content, %s::tsquery, %s)" if snippets else "NULL"
         ).format(cfg=ts_config(schema)),
