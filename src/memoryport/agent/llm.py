@@ -95,6 +95,8 @@ class ChatClient:
         self._client = client or OpenAI(
             api_key=key, base_url=base_url or None, timeout=timeout, max_retries=1
         )
+        self.base_url = str(self._client.base_url)
+        """The endpoint in use (named in connection errors)."""
 
     def complete(
         self,
