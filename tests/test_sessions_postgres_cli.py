@@ -79,6 +79,6 @@ def test_sessions_use_pg_variables_from_dotenv(
     try:
         result = CliRunner().invoke(main, ["--home", str(tmp_path), "sessions", "list", "--json"])
         assert result.exit_code == 0, result.output
-        assert json.loads(result.stdout) == []
+        assert json.loads(result.stdout) == {"sessions": [], "count": 0}
     finally:
         pgserver.drop_schema(pg_server.uri, "memoryport")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import IO, Any
@@ -54,6 +55,7 @@ Progress = Callable[[str, int, int], None]
 Entries = list[tuple[SessionRecord, list[MessageRecord]]]
 
 _INT_LIMIT = 2**63 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _HINT = "re-export it with `memoryport sessions export`, or fix that line"
 
 
@@ -164,9 +166,7 @@ def record_from_dict(cls: type[Any], raw: Any, what: str) -> Any:
 def _clean(value: Any) -> Any:
     """Replace lone surrogates in every string (keys too) with U+FFFD."""
     if isinstance(value, str):
-        if any("\ud800" <= c <= "\udfff" for c in value):
-            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-        return value
+        return _SURROGATE.sub("\ufffd", value)
     if isinstance(value, list):
         return [_clean(v) for v in value]
     if isinstance(value, dict):
