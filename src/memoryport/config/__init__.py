@@ -280,7 +280,8 @@ def _check_value(dotted: str, value: Any, tp: Any) -> Any:
     if choices is not None and value not in choices:
         raise ConfigError(f"{dotted}: {value!r} is not one of {', '.join(choices)}")
     if tp in (int, float):
-        _check_range(dotted, value, minimum, _MAXIMA.get(dotted))
+        kind = "an integer" if tp is int else "a finite number"
+        _check_range(dotted, value, minimum, _MAXIMA.get(dotted), kind)
     return value
 
 
@@ -288,18 +289,20 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-def _check_range(dotted: str, value: float, minimum: float | None, maximum: float | None) -> None:
+def _check_range(
+    dotted: str, value: float, minimum: float | None, maximum: float | None, kind: str
+) -> None:
     """Refuse a non-finite number or one outside ``[minimum, maximum]``, naming the range."""
     low = "" if minimum is None else _number(minimum)
     high = "" if maximum is None else _number(maximum)
     wanted = (
-        f"a finite number from {low} to {high}"
+        f"{kind} from {low} to {high}"
         if low and high
-        else f"a finite number of at least {low}"
+        else f"{kind} of at least {low}"
         if low
-        else f"a finite number of at most {high}"
+        else f"{kind} of at most {high}"
         if high
-        else "a finite number"
+        else kind
     )
     finite = math.isfinite(value)
     too_low = minimum is not None and finite and value < minimum
