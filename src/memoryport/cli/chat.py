@@ -209,6 +209,20 @@ class _Repl:
             self.answer(line)
 
 
+def _provider_warning(message: Any) -> None:
+    """``warning_callback`` for providers: a warning line on stderr."""
+    from memoryport.display import printable
+
+    click.echo(f"warning: {printable(str(message))}", err=True)
+
+
+def _provider_status(message: Any) -> None:
+    """``status_callback`` for providers: a status line on stderr."""
+    from memoryport.display import printable
+
+    click.echo(f"[memory] {printable(str(message))}", err=True)
+
+
 def _build_agent(
     home_ctx: click.Context, model: str | None, base_url: str | None, user_id: str | None
 ) -> Agent:
@@ -216,6 +230,9 @@ def _build_agent(
     from memoryport.api import open_memory
 
     memory = open_memory(get_home(home_ctx), "default", user_id, platform="cli")
+    memory.provider_kwargs.update(  # what Hermes' CLI passes to providers' initialize
+        warning_callback=_provider_warning, status_callback=_provider_status
+    )
     settings = memory.config.agent
     try:
         client = ChatClient(
