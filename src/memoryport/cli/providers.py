@@ -71,6 +71,9 @@ def show_command(name: str, check: bool, as_json: bool) -> None:
     With --check, exits 1 when the plugin fails to load.
     """
     home = get_home()
+    if name.lower() in BUILTIN_NAMES:
+        _show_builtin(as_json)
+        return
     found = discover(home)
     info = found.get(name)
     if info is None:
@@ -92,6 +95,33 @@ def show_command(name: str, check: bool, as_json: bool) -> None:
         _print_show(data)
     if check and not data["loaded"]:
         raise SystemExit(1)
+
+
+BUILTIN_NAMES = ("builtin", "built-in", "none", "default")
+"""Names meaning "built-in memory only" (``memoryport setup builtin``)."""
+
+_BUILTIN_TEXT = (
+    "Built-in memory: MEMORY.md / USER.md (curated memory) and session search over "
+    "state.db. Always active; an external provider adds to it. Select only the built-in "
+    "memory with `memoryport setup builtin`."
+)
+
+
+def _show_builtin(as_json: bool) -> None:
+    data = {
+        "name": "builtin",
+        "source": "builtin",
+        "installed": True,
+        "description": _BUILTIN_TEXT,
+        "tools": ["memory", "session_search"],
+    }
+    if as_json:
+        echo_json(data)
+        return
+    click.echo("name: builtin")
+    click.echo("source: built into memoryport (always installed)")
+    click.echo(f"description: {_BUILTIN_TEXT}")
+    click.echo("tools: memory, session_search")
 
 
 def _print_show(data: dict[str, Any]) -> None:
