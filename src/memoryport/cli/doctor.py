@@ -50,7 +50,7 @@ def _check_home(home: Path) -> Iterator[Check]:
     if not _writable(home):
         yield Check(
             "home",
-            "warn",
+            "fail",
             f"{home} is read-only for you: reading works, but memory writes, chat "
             "history and `config set` will fail",
             f"make it writable (chmod u+w {home}) or choose another home with --home",
@@ -144,7 +144,10 @@ def _check_wal(home: Path) -> Iterator[Check]:
     directory, where = _wal_directory(home)
     if directory is None:
         yield Check(
-            "sqlite wal", "warn", f"WAL not checked: {where}", "run doctor where you can write"
+            "sqlite wal",
+            "warn",
+            f"WAL not checked: {where}",
+            "make the home writable, or use --home",
         )
         return
     path = directory / f".doctor-{uuid.uuid4().hex}.db"
