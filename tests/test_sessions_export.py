@@ -122,8 +122,10 @@ def test_lone_surrogates_are_replaced_not_fatal(make_store: StoreMaker) -> None:
     session = {"id": "s", "source": "cli", "title": "t \\ud800"}
     message = {"id": 1, "session_id": "s", "role": "user", "content": "x \\udfff", "timestamp": 1}
     header = json.dumps({"format": EXPORT_FORMAT, "version": 2, "sessions": 1, "messages": 1})
-    lines = [header, '{"session": %s}' % json.dumps(session).replace("\\\\", "\\")]
-    lines.append('{"message": %s}' % json.dumps(message).replace("\\\\", "\\"))
+    unescape = {"session": session, "message": message}
+    lines = [header] + [
+        json.dumps({key: value}).replace("\\\\", "\\") for key, value in unescape.items()
+    ]
     target = make_store()
     assert target.import_jsonl(lines).messages_imported == 1
     assert target.get_session("s").title == "t \ufffd"
