@@ -113,3 +113,46 @@ def test_resume_flag_loads_the_stored_session(home: Path, monkeypatch: pytest.Mo
     contents = [m["content"] for m in server.requests[1]["messages"][1:]]
     assert contents[:2] == ["I am Ada.", "Noted, Ada."]
     assert missing.exit_code == 1 and "nope" in missing.output
+
+
+def test_connection_error_names_the_url(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    monkeypatch.setenv("FAKE_KEY", "k")
+    with socket.socket() as sock:  # a loopback port with nothing listening
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    result = CliRunner().invoke(main, ["chat", "--base-url", url, "-m", "hi"])
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output
+    assert f"127.0.0.1:{port}/v1" in lines[0] and "cannot reach the model endpoint" in lines[0]
+
+
+def test_user_flag_scopes_sessions(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_KEY", "k")
+    script = [Reply(content="Hi Alice."), Reply(content="Hi Bob.")]
+    with FakeOpenAI(script, default=Reply(content="ok")) as server:
+        write_agent_config(home, server)
+        runner = CliRunner()
+        alice = runner.invoke(main, ["chat", "--user", "alice", "-m", "I am Alice, secret 7."])
+        bob = runner.invoke(main, ["chat", "--user", "bob"], input="/search secret\n/exit\n")
+        blank = runner.invoke(main, ["chat", "--user", "  ", "-m", "hi"])
+    assert alice.exit_code == 0 and alice.output == "Hi Alice.\n"
+    assert bob.exit_code == 0 and "user bob" in bob.output
+    assert "No past sessions match 'secret'." in bob.output  # alice's session is not bob's
+    assert blank.exit_code == 2 and "user id" in blank.output
+    with open_memory(home, "default", "alice", load_provider=False) as memory:
+        [summary] = memory.sessions.list_sessions()
+    assert summary.session.user_id == "alice"
+    with open_memory(home, "default", "bob", load_provider=False) as memory:
+        assert memory.sessions.list_sessions() == []  # bob's empty chat stored nothing
+
+
+def test_retry_with_nothing_unsaved(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_KEY", "k")
+    with FakeOpenAI([Reply(content="hi")]) as server:
+        write_agent_config(home, server)
+        result = CliRunner().invoke(main, ["chat"], input="/retry\n/exit\n")
+    assert result.exit_code == 0 and "Nothing to retry" in result.output
