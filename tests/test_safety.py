@@ -145,7 +145,7 @@ def test_anchored_matching_agrees_with_a_full_regex_search() -> None:
     """
     texts = [t for t, _ in ALL_HOSTILE] + ALL_BENIGN
     for text in texts:
-        _, prepared = safety._prepare(text)
+        _, prepared = safety._prepare(text, safety._dirty(text))
         for lowered in {prepared, safety._despaced(prepared)}:
             found = {rule.id for _, _, rule in safety._matches(lowered, safety._INDEX)}
             for rule in safety._RULES:

@@ -41,7 +41,9 @@ _IGNORABLE_CLASS = "".join(
 _SPACES = str.maketrans({c: " " for c in _SPACE_CONTROLS})
 _REMOVE_RE = re.compile(f"[{_CONTROLS}{_IGNORABLE_CLASS}]")
 _ESCAPED_QUOTE_RE = re.compile(r"\\+(?=[\"'`])")
-_NEEDS_CLEAN_ASCII_RE = re.compile(rf"[{_CONTROLS}]|\\[\"'`]")
+# One character class (a plain search is several times faster than an alternation): a
+# backslash not before a quote only costs a needless ``clean``.
+_NEEDS_CLEAN_ASCII_RE = re.compile(rf"[{_CONTROLS}\\]")
 _TERMINAL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
 _NAMES = {
     "\x00": "NUL", "\x07": "BEL", "\x08": "BS", "\x0b": "VT", "\x0c": "FF", "\r": "CR",
@@ -50,7 +52,7 @@ _NAMES = {
 
 
 def needs_clean(text: str) -> bool:
-    """True when ASCII ``text`` holds a control or an escaped quote that :func:`clean` changes."""
+    """True when ASCII ``text`` may hold a control or an escaped quote for :func:`clean`."""
     return _NEEDS_CLEAN_ASCII_RE.search(text) is not None
 
 

@@ -228,7 +228,7 @@ def _invisible_findings(text: str) -> list[Finding]:
     return findings
 
 
-def _prepare(text: str) -> tuple[str, str]:
+def _prepare(text: str, dirty: bool) -> tuple[str, str]:
     """Return ``(display, lowered)``: the text NFKC-normalized per line, then cleaned.
 
     Cleaning (``memoryport._safety_text.clean``) removes every default-ignorable, format
@@ -239,7 +239,7 @@ def _prepare(text: str) -> tuple[str, str]:
     Neither normalization nor lower-casing adds or removes ``\n``, so lines correspond.
     """
     if text.isascii():
-        normalized = _text.clean(text) if _text.needs_clean(text) else text
+        normalized = _text.clean(text) if dirty else text
         return normalized, normalized.lower()
     normalized = "\n".join(
         _text.clean(unicodedata.normalize("NFKC", line)) for line in text.split("\n")
@@ -421,10 +421,17 @@ def _terminal_findings(text: str) -> list[Finding]:
     )]
 
 
-def _leading(text: str) -> list[Finding]:
+def _dirty(text: str) -> bool:
+    """False for plain ASCII text that holds no control and no backslash (the fast path)."""
+    return not text.isascii() or _text.needs_clean(text)
+
+
+def _leading(text: str, dirty: bool) -> list[Finding]:
     """The findings on the raw text: invisible characters, then terminal controls."""
+    if not dirty:
+        return []
     if text.isascii():
-        return _terminal_findings(text) if _text.needs_clean(text) else []
+        return _terminal_findings(text)
     return _invisible_findings(text) + _terminal_findings(text)
 
 
@@ -439,8 +446,9 @@ def scan(text: str, *, home: str | os.PathLike[str] | None = None) -> list[Findi
     if len(text) > MAX_SCAN_CHARS:
         findings.append(_too_large(len(text)))
         text = text[:MAX_SCAN_CHARS]
-    findings = _leading(text) + findings
-    display, lowered = _prepare(text)
+    dirty = _dirty(text)
+    findings = _leading(text, dirty) + findings
+    display, lowered = _prepare(text, dirty)
     seen = {f.id for f in findings}
     for hit in _hits(text, display, lowered, _index_for(home)):
         if hit[2].id not in seen:
@@ -489,12 +497,13 @@ def scan_lines(
         text = text[:cut] if cut >= 0 else ""
     lines = text.split("\n")
     bad: set[int] = set()
-    leading = _leading(text)
+    dirty = _dirty(text)
+    leading = _leading(text, dirty)
     if leading:
         findings = leading + findings
         bad.update(i for i, line in enumerate(lines)
                    if _hidden(line) or _text.terminal_controls(line + "\n"))
-    display, lowered = _prepare(text)
+    display, lowered = _prepare(text, dirty)
     seen = {f.id for f in findings}
     starts: list[int] = []
     for hit in _hits(text, display, lowered, _index_for(home)):
