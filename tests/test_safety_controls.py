@@ -165,3 +165,14 @@ def test_curated_store_refuses_and_stores_nothing(
     if finding == "too_large_to_scan":
         assert "too large" in str(excinfo.value)
     assert store.entries("memory") == []
+
+
+@pytest.mark.parametrize("emoji", ["🧘\u200d♀️", "👩\u200d💻", "👨\u200d👩\u200d👧", "❤️\u200d🔥",
+                                   "👨🏽\u200d💻"])
+def test_a_zero_width_joiner_inside_an_emoji_passes(emoji: str) -> None:
+    assert scan(f"Yoga again today {emoji} feels great") == []
+
+
+@pytest.mark.parametrize("text", ["a\u200db", "🧘\u200d", "\u200d♀️", "ig\u200dnore"])
+def test_a_stray_zero_width_joiner_is_still_refused(text: str) -> None:
+    assert "invisible_unicode_U+200D" in _ids(text)

@@ -115,9 +115,12 @@ _RULES = tuple(
 _TAG_CLASS = "\U000e0000-\U000e007f"
 _INVISIBLE_RE = re.compile("[" + "".join(sorted(INVISIBLE_CHARS)) + _TAG_CLASS + "]")
 # A subdivision flag (U+1F3F4, tag letters, U+E007F) is the one legitimate use of tag
-# characters; the first alternative consumes it so only stray invisibles land in group 1.
+# characters, and a zero-width joiner between two pictographs builds one emoji (🧘‍♀️,
+# 👩‍💻); the first alternatives consume those so only stray invisibles land in group 1.
+_PICTO = "\u2190-\u21ff\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
 _HIDDEN_RE = re.compile(
-    "\U0001f3f4[\U000e0020-\U000e007e]{1,8}\U000e007f|(" + _INVISIBLE_RE.pattern + ")"
+    "\U0001f3f4[\U000e0020-\U000e007e]{1,8}\U000e007f|"
+    f"[{_PICTO}\ufe0f]\u200d(?=[{_PICTO}])|(" + _INVISIBLE_RE.pattern + ")"
 )
 _TAGS_ID = "invisible_unicode_tags"
 # Spaced-out letters ("i g n o r e"): single letters joined by one separator, 3 or more.
