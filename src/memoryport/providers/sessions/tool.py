@@ -29,9 +29,10 @@ from memoryport.storage.sessions.base import (
     SortOrder,
     clamp,
 )
+from memoryport.storage.sessions.query import parse_query
 from memoryport.types import ToolSchema
 
-__all__ = ["SESSION_SEARCH_SCHEMA", "ToolContext", "session_search"]
+__all__ = ["SESSION_SEARCH_SCHEMA", "ToolContext", "session_search", "unquote_title"]
 
 DISCOVER_SCAN_LIMIT = 300
 """At most this many matching messages are examined to fill the requested sessions."""
@@ -270,15 +271,32 @@ def browse(store: SessionStore, limit: int, ctx: ToolContext) -> dict[str, Any]:
     }
 
 
+_QUOTES = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb"}
+
+
+def unquote_title(query: str) -> str:
+    """``query`` without the quotes a model puts around a title it cites: backticks
+    (also triple), single, double, typographic and guillemet quotes, nested too."""
+    text = query.strip()
+    while len(text) >= 2 and _QUOTES.get(text[0]) == text[-1]:
+        text = text[1:-1].strip()
+    return text
+
+
 def _title_match(
     store: SessionStore, query: str, ctx: ToolContext, skip: set[str]
 ) -> tuple[SessionRecord, str] | None:
-    """The most recently active session titled exactly ``query`` outside ``skip``.
+    """The most recently active session titled exactly ``query`` (or ``query`` without
+    surrounding quotes or backticks, see :func:`unquote_title`) outside ``skip``.
 
     Served by the store's title index (user scoping and hidden sources apply); its
     lineage root is added to ``skip`` so message hits do not repeat that conversation.
     """
-    titled = store.sessions_titled(query, user_id=ctx.user_id, limit=5)
+    titled = []
+    for candidate in dict.fromkeys((query, unquote_title(query))):
+        titled = store.sessions_titled(candidate, user_id=ctx.user_id, limit=5)
+        if titled:
+            break
     roots = store.lineage_roots(s.id for s in titled)
     for session in titled:
         root = roots.get(session.id, session.id)
@@ -384,8 +402,11 @@ def discover(
 ) -> dict[str, Any]:
     """Top sessions matching ``query``, each with the anchored window and bookends.
 
-    A session titled exactly ``query`` comes first (``matched_role: "session_title"``,
-    anchored on its first message), then sessions whose messages match.
+    A session titled exactly ``query`` (quotes or backticks around it are ignored) comes
+    first (``matched_role: "session_title"``, anchored on its first message), then
+    sessions whose messages match. ``query_read_as`` says how the query was read: the
+    words searched and any punctuated text (``what?``, ``a/b``) whose literal matches
+    rank first.
     """
     limit = clamp(_int_arg(args, "limit", 3), 1, 10)
     window = clamp(_int_arg(args, "window", 5), 1, 20)
@@ -407,6 +428,7 @@ def discover(
         "count": len(results),
         "messages_scanned": scanned,
         "search_plan": last.plan if last else "empty",
+        "query_read_as": parse_query(query).read_as(),
     }
     if last is not None and last.warnings:
         out["warnings"] = last.warnings

@@ -33,6 +33,7 @@ from memoryport.storage.sessions.query import (
     compile_like,
     compile_trigram,
     iter_terms,
+    literal_node,
     make_snippet,
 )
 from memoryport.storage.sessions.temporal import RERANK_DEPTH, TimeHint, rerank, time_hint
@@ -78,6 +79,8 @@ def run_search(
         ranked = _ranked_ids(conn, table, parsed, leaf, scope, need)
         if hint:
             ranked = _time_rerank(conn, ranked, hint)
+        if parsed.literals and plan == "fts":
+            ranked = _literal_first(conn, parsed.literals, scope, offset + limit, ranked)
     else:
         ranked = _ordered_ids(conn, table, expr, scope, offset + limit, newest=sort == "newest")
     page = ranked[offset : offset + limit]
@@ -101,6 +104,55 @@ def snippets_for(conn: sqlite3.Connection, parsed: ParsedQuery, ids: list[int]) 
         for message_id, content in conn.execute(sql, (json.dumps(missing),)):
             out[message_id] = make_snippet(content, needles)
     return out
+
+
+LITERAL_SCAN = 20000
+"""At most this many word-index matches (newest first) are checked for a query's literal
+punctuated text (``what?``, ``a/b``): the word index drops the punctuation."""
+
+
+def _literal_first(
+    conn: sqlite3.Connection,
+    literals: Sequence[str],
+    scope: tuple[str, list[Any]],
+    need: int,
+    ranked: list[tuple[int, float]],
+) -> list[tuple[int, float]]:
+    """``ranked`` with the messages containing every literal (case-insensitive) first:
+    those already ranked keep their order, then the newest others the scan found."""
+    node = literal_node(literals)
+    if node is None:
+        return ranked
+    expr = compile_fts5(node)
+    checks = " AND ".join("content LIKE ? ESCAPE '\\'" for _ in literals)
+    patterns = [
+        "%" + lit.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        for lit in literals
+    ]
+    check_sql = f"SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?)) AND {checks}"
+    walk_sql = (
+        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid < ?"
+        " ORDER BY rowid DESC LIMIT ?"
+    )
+    found: list[int] = []
+    bound, scanned, chunk = 2**62, 0, 1024
+    while len(found) < need and scanned < LITERAL_SCAN:
+        ids = [r[0] for r in conn.execute(walk_sql, (expr, bound, chunk))]
+        if not ids:
+            break
+        scanned, bound = scanned + len(ids), ids[-1]
+        hit = {r[0] for r in conn.execute(check_sql, [json.dumps(ids), *patterns])}
+        ordered = [i for i in ids if i in hit]
+        keep = _filter(conn, ordered, scope) if ordered else set()
+        found.extend(i for i in ordered if i in keep)
+        if len(ids) < chunk:
+            break
+        chunk = min(chunk * 2, 8192)
+    literal = set(found)
+    first = [r for r in ranked if r[0] in literal]
+    seen = {i for i, _ in first}
+    first += [(i, 0.0) for i in found if i not in seen]
+    return first + [r for r in ranked if r[0] not in literal]
 
 
 def _time_rerank(

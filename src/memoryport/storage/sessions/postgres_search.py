@@ -31,6 +31,7 @@ from memoryport.storage.sessions.postgres_sql import (
     compile_ilike,
     compile_tsquery,
     decode_text,
+    encode_text,
     message_from_row,
 )
 from memoryport.storage.sessions.query import ParsedQuery, iter_terms, make_snippet
@@ -203,6 +204,10 @@ def _fts_search(
     if not compiled:
         return [], compiled
     order = _order(sort, "score")
+    literals = list(parsed.literals) if sort == "relevance" else []
+    if literals:  # punctuated text the word index drops: literal matches rank first
+        found = " AND ".join(["strpos(lower({c}), lower(%s)) > 0"] * len(literals))
+        order = f"({found}) DESC, {order}"
     query = sql.SQL(
         "SELECT page.*, {headline} FROM ("
         " SELECT {cols}, ts_rank_cd(m.tsv, q, 1) AS score"
@@ -214,15 +219,16 @@ def _fts_search(
         cols=sql.SQL(_HIT_COLUMNS),
         s=schema,
         scope=scope[0],
-        order=sql.SQL(order),
+        order=sql.SQL(order.replace("{c}", "m.content")),
         cfg=ts_config(schema),
-        outer=sql.SQL(order.replace("m.", "page.")),
+        outer=sql.SQL(order.replace("m.", "page.").replace("{c}", "page.content")),
         headline=sql.SQL(
             "ts_headline({cfg}, page.content, %s::tsquery, %s)" if snippets else "NULL"
         ).format(cfg=ts_config(schema)),
     )
     headline_params = [compiled, _HEADLINE_OPTIONS] if snippets else []
-    params = [*headline_params, compiled, *scope[1], limit, offset]
+    encoded = [encode_text(lit) for lit in literals]
+    params = [*headline_params, compiled, *scope[1], *encoded, limit, offset, *encoded]
     assert parsed.root is not None
     needles = [t.text for t in iter_terms(parsed.root, negated=False)]
     hits = []

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeAlias
 
 from memoryport.errors import StoreError
@@ -40,6 +40,8 @@ __all__ = [
     "compile_like",
     "compile_trigram",
     "has_cjk",
+    "literal_node",
+    "literals_of",
     "make_snippet",
     "parse_query",
 ]
@@ -62,6 +64,8 @@ _CJK = re.compile(f"[{_CJK_CLASS}]")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _COLUMN_FILTER = re.compile(r"^(content|tool_name|tool_calls|role|text)\s*:", re.IGNORECASE)
 _OPERATORS = frozenset({"AND", "OR", "NOT"})
+_PUNCT = re.compile(r"[^\w\s]|_")
+_SENTENCE_END = ".,!?;:"
 
 _STOPWORD_TEXT = """
 a about above after again against all am an and any are aren as at be because been before
@@ -94,6 +98,9 @@ class Term:
     text: str
     prefix: bool = False
     quoted: bool = False
+    literal: str = ""
+    """The term as written when it holds punctuation the word index drops (``what?``,
+    ``a/b``, ``#tag``, ``C#``); ``""`` otherwise."""
 
     @property
     def is_cjk(self) -> bool:
@@ -140,6 +147,9 @@ class ParsedQuery:
     terms: tuple[Term, ...]
     explicit: bool
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    literals: tuple[str, ...] = ()
+    """Punctuated text to rank first (messages containing it literally, case-insensitive;
+    see :func:`literals_of`). Empty when the query holds no such punctuation."""
 
     @property
     def cjk(self) -> bool:
@@ -158,7 +168,21 @@ class ParsedQuery:
 
     def plain(self, combine: str = "any") -> ParsedQuery:
         """The plain-terms version: non-stopword terms ORed (``any``) or ANDed (``all``)."""
-        return _plain_query(self.raw, list(self.terms), combine, self.warnings)
+        plain = _plain_query(self.raw, list(self.terms), combine, self.warnings)
+        return replace(plain, literals=self.literals)
+
+    def read_as(self) -> str:
+        """How the query was read, for people and models: the words searched, and the
+        literal text ranked first."""
+        words = sorted({" ".join(t.tokens) for t in iter_terms(self.root, negated=False)})
+        if not words:
+            return "no searchable words"
+        text = "words: " + ", ".join(words)
+        if self.literals:
+            text += "; messages containing " + " and ".join(
+                repr(lit) for lit in self.literals
+            ) + " literally ranked first"
+        return text
 
 
 def iter_terms(node: Node | None, *, negated: bool = True) -> Iterator[Term]:
@@ -188,7 +212,8 @@ def _chunk_term(chunk: str, *, quoted: bool = False) -> Term | None:
     if not tokens:
         return None
     text = body.strip(" \t\r\n\"'`.,;:!?()[]{}<>#@*/\\|&^~=+-")
-    return Term(tokens=tokens, text=text or " ".join(tokens), prefix=prefix, quoted=quoted)
+    literal = body.strip() if _PUNCT.search(body) else ""
+    return Term(tokens, text or " ".join(tokens), prefix, quoted, literal)
 
 
 def _lex(query: str, warnings: list[str]) -> list[_Token]:
@@ -197,7 +222,7 @@ def _lex(query: str, warnings: list[str]) -> list[_Token]:
         if match.group(3) is None:
             term = _chunk_term(match.group(1), quoted=True)
             if term is not None:
-                out.append(("term", Term(term.tokens, term.text, bool(match.group(2)), True)))
+                out.append(("term", replace(term, prefix=bool(match.group(2)))))
             continue
         out.extend(_lex_bare(match.group(3), warnings))
     return out
@@ -370,6 +395,45 @@ def parse_query(query: str, *, combine: str = "any") -> ParsedQuery:
     all_terms = [v for k, v in tokens if k == "term" and isinstance(v, Term)]
     if not tokens:
         return ParsedQuery(query, None, (), False, tuple(warnings))
+    parsed = _parse_tokens(query, tokens, all_terms, combine, warnings)
+    if parsed.root is None:
+        return parsed
+    negated = set(iter_terms(parsed.root)) - set(iter_terms(parsed.root, negated=False))
+    return replace(parsed, literals=literals_of([t for t in all_terms if t not in negated]))
+
+
+def literal_node(literals: Sequence[str]) -> Node | None:
+    """A word-index query every message containing all ``literals`` matches (each one's
+    words as a phrase); ``None`` when a literal has no words (``??``)."""
+    terms = []
+    for literal in literals:
+        tokens = tuple(t.casefold() for t in _WORD.findall(literal))
+        if not tokens:
+            return None
+        terms.append(Term(tokens, literal))
+    if not terms:
+        return None
+    return terms[0] if len(terms) == 1 else And(tuple(terms))
+
+
+def literals_of(terms: Sequence[Term]) -> tuple[str, ...]:
+    """The punctuated text of ``terms`` worth matching literally.
+
+    A lone term keeps all its punctuation (``what?``); in a longer query, sentence
+    punctuation at the end of a term is dropped (``the support group?`` has none), so
+    natural-language questions rank as before.
+    """
+    out: list[str] = []
+    for term in terms:
+        literal = term.literal if len(terms) == 1 else term.literal.rstrip(_SENTENCE_END)
+        if literal and _PUNCT.search(literal) and literal.casefold() not in out:
+            out.append(literal.casefold())
+    return tuple(out)
+
+
+def _parse_tokens(
+    query: str, tokens: list[_Token], all_terms: list[Term], combine: str, warnings: list[str]
+) -> ParsedQuery:
     parser = _Parser(tokens)
     try:
         root = parser.parse()
