@@ -77,6 +77,7 @@ from memoryport.storage.sessions.postgres_sql import (
     session_values,
 )
 from memoryport.storage.sessions.query import ParsedQuery
+from memoryport.storage.sessions.records import valid_text
 
 __all__ = ["PostgresSessionStore"]
 
@@ -167,6 +168,11 @@ class PostgresSessionStore(SessionStore):
                 time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
             except psycopg.Error as exc:
                 raise StoreError(f"session database {what} failed: {exc}") from exc
+            except UnicodeEncodeError as exc:
+                raise StoreError(
+                    f"session database {what} failed: a value is not valid Unicode text"
+                    f" (it holds a lone surrogate): {exc}"
+                ) from exc
             except PoolTimeout as exc:
                 raise StoreError(
                     f"session database unavailable: no free connection ({exc})"
@@ -237,6 +243,7 @@ class PostgresSessionStore(SessionStore):
             sql.SQL("{} = %s").format(sql.Identifier(k)) for k in values
         )
         params = [_column_value(k, v) for k, v in values.items()]
+        session_id = valid_text(session_id)
 
         def do(cur: Cursor) -> SessionRecord:
             row = cur.execute(
@@ -254,6 +261,7 @@ class PostgresSessionStore(SessionStore):
     def get_session(self, session_id: str, *, user_id: str | None = None) -> SessionRecord:
         """Return one session (scoped to the user)."""
         user = self._user(user_id)
+        session_id = valid_text(session_id)
         row = self._read(
             lambda c: c.execute(
                 self._q(f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions s WHERE s.id = %s"),
@@ -288,7 +296,7 @@ class PostgresSessionStore(SessionStore):
             "SELECT {cols} FROM {s}.sessions s WHERE lower(btrim(s.title)) = lower(%s){where}"
             " ORDER BY s.last_active_at DESC, s.id DESC LIMIT %s"
         ).format(cols=sql.SQL(SESSION_COLUMNS), s=self._s, where=where)
-        value = encode_text(title)
+        value = encode_text(valid_text(title))
         rows = self._read(lambda c: c.execute(query, [value, *params, limit]).fetchall())
         return [session_from_row(r) for r in rows]
 
@@ -301,6 +309,7 @@ class PostgresSessionStore(SessionStore):
         if not items:
             return []
         now = time.time()
+        session_id = valid_text(session_id)
         rows = [message_values(session_id, m, now) for m in items]
         tool_calls = sum(len(m.tool_calls or []) for m in items)
         last = max(float(r[3]) for r in rows)
@@ -563,7 +572,7 @@ class PostgresSessionStore(SessionStore):
 
 def _column_value(key: str, value: Any) -> Any:
     if key == "metadata":
-        return dump_json(value)
-    if key == "title":
-        return encode_text(value)
-    return value
+        value = dump_json(value)
+    elif key == "title":
+        value = encode_text(value)
+    return valid_text(value) if isinstance(value, str) else value

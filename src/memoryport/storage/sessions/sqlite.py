@@ -63,6 +63,7 @@ from memoryport.storage.sessions.helpers import (
     session_values,
 )
 from memoryport.storage.sessions.query import ParsedQuery, has_cjk
+from memoryport.storage.sessions.records import valid_text, valid_values
 
 __all__ = ["SQLiteSessionStore"]
 
@@ -70,6 +71,7 @@ log = logging.getLogger("memoryport.storage.sessions")
 T = TypeVar("T")
 
 _WAL_WARNED: set[str] = set()
+_NOT_UTF8 = "a value is not valid Unicode text (it holds a lone surrogate); fix the caller"
 _WRITE_TRIES = 15
 # Batched appends index the word FTS in one statement (see migrations.m005_bulk_fts_insert).
 _BULK_ON = "INSERT INTO meta(key, value) VALUES ('fts_bulk_insert', '1')"
@@ -272,6 +274,8 @@ class SQLiteSessionStore(SessionStore):
                 return self._retry(attempt)
             except sqlite3.Error as exc:
                 raise StoreError(f"session database write failed: {_why(exc)}") from exc
+            except UnicodeEncodeError as exc:
+                raise StoreError(f"{_NOT_UTF8}: {exc}") from exc
 
     def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
@@ -279,6 +283,8 @@ class SQLiteSessionStore(SessionStore):
                 return self._retry(lambda: fn(self.conn))
             except sqlite3.Error as exc:
                 raise StoreError(f"session database read failed: {exc}") from exc
+            except UnicodeEncodeError as exc:
+                raise StoreError(f"{_NOT_UTF8}: {exc}") from exc
 
     # ------------------------------------------------------------------ lifecycle
     def schema_version(self) -> int:
@@ -301,7 +307,7 @@ class SQLiteSessionStore(SessionStore):
     # ------------------------------------------------------------------ sessions
     def _insert_session(self, draft: SessionRecord) -> SessionRecord:
         def do(conn: sqlite3.Connection) -> None:
-            values = session_values(draft)
+            values = valid_values(session_values(draft))
             if draft.parent_session_id:
                 row = conn.execute(
                     "SELECT user_id FROM sessions WHERE id = ?", (draft.parent_session_id,)
@@ -323,7 +329,8 @@ class SQLiteSessionStore(SessionStore):
         if not values:
             return self.get_session(session_id)
         columns = ", ".join(f"{k} = ?" for k in values)
-        params = [dump_json(v) if k == "metadata" else v for k, v in values.items()]
+        params = valid_values(dump_json(v) if k == "metadata" else v for k, v in values.items())
+        session_id = valid_text(session_id)
 
         def do(conn: sqlite3.Connection) -> None:
             sql = f"UPDATE sessions SET {columns} WHERE id = ?"
@@ -336,6 +343,7 @@ class SQLiteSessionStore(SessionStore):
     def get_session(self, session_id: str, *, user_id: str | None = None) -> SessionRecord:
         """Return one session (scoped to the user)."""
         user = self._user(user_id)
+        session_id = valid_text(session_id)
         row = self._read(
             lambda c: c.execute(
                 f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,)
@@ -367,7 +375,9 @@ class SQLiteSessionStore(SessionStore):
             f" WHERE trim(s.title) = ? COLLATE NOCASE{where}"
             " ORDER BY s.last_active_at DESC, s.id DESC LIMIT ?"
         )
-        rows = self._read(lambda c: c.execute(sql, [title, *params, limit]).fetchall())
+        rows = self._read(
+            lambda c: c.execute(sql, [valid_text(title), *params, limit]).fetchall()
+        )
         return [session_from_row(r) for r in rows]
 
     # ------------------------------------------------------------------ messages
@@ -379,7 +389,11 @@ class SQLiteSessionStore(SessionStore):
         if not items:
             return []
         now = time.time()
-        rows = [(*message_values(session_id, m, now), int(has_cjk(m.content))) for m in items]
+        session_id = valid_text(session_id)
+        rows = [
+            (*valid_values(message_values(session_id, m, now)), int(has_cjk(m.content)))
+            for m in items
+        ]
         tool_calls = sum(len(m.tool_calls or []) for m in items)
         last = max(r[3] for r in rows)
 
