@@ -23,7 +23,8 @@ TESTS = Path(__file__).parent
 
 
 def run_worker(*args: str) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
     proc = subprocess.run(
         [sys.executable, str(TESTS / "disk_full_worker.py"), *args],
         capture_output=True, text=True, env=env, timeout=300,

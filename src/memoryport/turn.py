@@ -172,20 +172,27 @@ class Turn:
         If no assistant message recorded with ``add_message`` carries this call, the call
         is recorded first (an assistant message with ``tool_calls``), so the turn's history
         is always a valid chat-completions sequence. An empty ``tool_call_id`` gets a
-        generated one.
+        generated one. A blank ``name`` gets a JSON error and is recorded only as the
+        answer to a call already recorded with that id.
         """
         name = valid_text(str(name))
         args = valid_utf8(args)
         call_id = valid_text(str(tool_call_id)) if tool_call_id else new_call_id()
-        self._record_call(call_id, name, args)
-        result = valid_text(self.call_tool(name, args, call_id))
+        if not name.strip():
+            result = json.dumps({"error": "a tool call needs a tool name"})
+            if not self._record_call(call_id, name, args, add=False):
+                return result
+        else:
+            self._record_call(call_id, name, args)
+            result = valid_text(self.call_tool(name, args, call_id))
         self.messages.append(
             {"role": "tool", "tool_call_id": call_id, "tool_name": name, "content": result}
         )
         return result
 
-    def _record_call(self, call_id: str, name: str, args: Any) -> None:
-        """Make sure an assistant message whose tool calls are being answered has ``call_id``."""
+    def _record_call(self, call_id: str, name: str, args: Any, *, add: bool = True) -> bool:
+        """Make sure an assistant message whose tool calls are being answered has
+        ``call_id`` (recording the call when ``add``); False when it has not."""
         for index in range(len(self.messages) - 1, -1, -1):
             message = self.messages[index]
             if message.get("role") == "tool":
@@ -194,15 +201,16 @@ class Turn:
                 answered = {m.get("tool_call_id") for m in self.messages[index + 1 :]}
                 pending = set(_call_ids(message)) - answered
                 if call_id in pending:
-                    return
-                if pending:  # still answering this message: the call joins it
+                    return True
+                if pending and add:  # still answering this message: the call joins it
                     calls = [*message["tool_calls"], _call_part(call_id, name, args)]
                     self.messages[index] = {**message, "tool_calls": calls}
-                    return
+                    return True
             break
-        self.messages.append(
-            {"role": "assistant", "content": "", "tool_calls": [_call_part(call_id, name, args)]}
-        )
+        if add:
+            part = _call_part(call_id, name, args)
+            self.messages.append({"role": "assistant", "content": "", "tool_calls": [part]})
+        return add
 
     def closing_messages(self, final_response: str | None) -> list[Message]:
         """What ``end_turn`` stores: the turn's messages with every tool call answered,
