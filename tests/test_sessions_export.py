@@ -179,3 +179,27 @@ def test_prune_removes_only_old_empty_childless_sessions(store: SessionStore) ->
     assert [s.id for s in store.prune_empty_sessions(older_than=0)] == ["empty-new"]
     with pytest.raises(ToolArgumentError):
         store.prune_empty_sessions(older_than=-1)
+
+
+def test_session_search_snippets_show_tool_calls_readably(store: SessionStore) -> None:
+    from memoryport.providers.sessions import create_sessions_provider
+
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "memory", "arguments": '{"action": "add", "content": "quokka"}'},
+    }
+    store.create_session("old", source="cli")
+    store.append_messages(
+        "old",
+        [
+            {"role": "user", "content": "remember this"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+        ],
+    )
+    provider = create_sessions_provider(store)
+    provider.initialize("live", user_id="")
+    result = json.loads(provider.handle_tool_call("session_search", {"query": "quokka"}))
+    snippets = [r["snippet"] for r in result["results"]]
+    assert snippets and all('"type"' not in s and "call_1" not in s for s in snippets)
+    assert any('memory(add, content: ">>>quokka<<<")' in s for s in snippets), snippets

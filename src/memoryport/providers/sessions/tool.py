@@ -30,6 +30,7 @@ from memoryport.storage.sessions.base import (
     clamp,
 )
 from memoryport.storage.sessions.query import parse_query
+from memoryport.storage.sessions.render import readable_snippet as _readable_snippet
 from memoryport.types import ToolSchema
 
 __all__ = ["SESSION_SEARCH_SCHEMA", "ToolContext", "session_search", "unquote_title"]
@@ -349,9 +350,15 @@ def _collect_hits(
     picked = (chosen + scheduled)[:limit]
     snippets = store.snippets_for(query, [h.message.id for h, _ in picked]) if picked else {}
     picked = [
-        (dataclasses.replace(h, snippet=snippets.get(h.message.id, "")), r) for h, r in picked
+        (dataclasses.replace(h, snippet=_readable(h, snippets.get(h.message.id, ""), query)), r)
+        for h, r in picked
     ]
     return picked, scanned, last
+
+
+def _readable(hit: SearchHit, snippet: str, query: str) -> str:
+    """Tool calls as ``name(args)`` instead of a cut of their JSON (see ``render``)."""
+    return _readable_snippet(hit.message, snippet, query)
 
 
 def _title_hit(store: SessionStore, session: SessionRecord) -> SearchHit:
