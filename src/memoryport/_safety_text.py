@@ -9,7 +9,7 @@ and the interlinear annotation marks (U+FFF9-U+FFFB, which delimit text) become 
 instead, so two words they separate stay two words. A backslash before a
 quote (a shell-escaped ``\\"``) is dropped. Line feeds are kept: lines still correspond.
 
-Terminal control characters (C0 except TAB and LF, a CR not followed by LF, DEL and C1)
+Terminal control characters (C0 except TAB and LF, a CR not ending a line, DEL and C1)
 are refused on their own: printed raw, they retitle or clear a terminal or set the
 clipboard.
 """
@@ -44,7 +44,8 @@ _ESCAPED_QUOTE_RE = re.compile(r"\\+(?=[\"'`])")
 # One character class (a plain search is several times faster than an alternation): a
 # backslash not before a quote only costs a needless ``clean``.
 _NEEDS_CLEAN_ASCII_RE = re.compile(rf"[{_CONTROLS}\\]")
-_TERMINAL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+# A CR ends a line (CRLF, or a CR at the very end) or is a bare CR that overwrites one.
+_TERMINAL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n|\\Z)")
 _NAMES = {
     "\x00": "NUL", "\x07": "BEL", "\x08": "BS", "\x0b": "VT", "\x0c": "FF", "\r": "CR",
     "\x1b": "ESC", "\x7f": "DEL", "\x9b": "CSI", "\x9d": "OSC", "\x90": "DCS",

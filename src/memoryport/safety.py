@@ -470,7 +470,8 @@ def _refusal_message(findings: list[Finding]) -> str:
     return (
         f"Blocked: content failed the safety scan ({', '.join(categories)}). {details}{more}. "
         "Memory content is injected into the model's prompt and must not contain injection, "
-        "deception, exfiltration or persistence payloads, invisible characters or secrets."
+        "deception, exfiltration or persistence payloads, invisible or terminal control "
+        "characters, or secrets."
     )
 
 
@@ -504,8 +505,10 @@ def scan_lines(
     leading = _leading(text, dirty)
     if leading:
         findings = leading + findings
-        bad.update(i for i, line in enumerate(lines)
-                   if _hidden(line) or _text.terminal_controls(line + "\n"))
+        bad.update(i for i, line in enumerate(lines) if _hidden(line))
+        raw_starts = _line_starts(text)
+        bad.update(bisect.bisect_right(raw_starts, at) - 1
+                   for at, _ in _text.terminal_controls(text))
     display, lowered = _prepare(text, dirty)
     seen = {f.id for f in findings}
     starts: list[int] = []
