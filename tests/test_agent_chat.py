@@ -146,6 +146,11 @@ def test_user_flag_scopes_sessions(home: Path, monkeypatch: pytest.MonkeyPatch) 
     with open_memory(home, "default", "alice", load_provider=False) as memory:
         [summary] = memory.sessions.list_sessions()
     assert summary.session.user_id == "alice"
+    with FakeOpenAI([Reply(content="x")]) as server:
+        write_agent_config(home, server)
+        args = ["chat", "--user", "bob", "--session", summary.session.id, "-m", "hi"]
+        stolen = CliRunner().invoke(main, args)
+    assert stolen.exit_code == 1 and "unknown session" in stolen.output
     with open_memory(home, "default", "bob", load_provider=False) as memory:
         assert memory.sessions.list_sessions() == []  # bob's empty chat stored nothing
 

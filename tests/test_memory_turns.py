@@ -66,6 +66,9 @@ def test_readme_snippet_stores_a_replayable_session(tmp_path: Path) -> None:
     assert call["id"] == "call_1" and call["function"]["name"] == "memory"
     assert json.loads(call["function"]["arguments"])["content"] == "User prefers Helix."
     assert stored[2].tool_call_id == "call_1" and stored[2].content == result
+    sent = turn.api_messages(turn.messages)  # the next request, as the README says
+    assert all(set(m) <= {"role", "content", "tool_calls", "tool_call_id"} for m in sent)
+    assert request_problems([{"role": "system", "content": "s"}, *sent]) == []
     assert_replays(memory.sessions, memory.session_id)
     memory.close()
 

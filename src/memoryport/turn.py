@@ -28,6 +28,9 @@ __all__ = [
 UserContent = str | list[dict[str, Any]]
 """A user message's content: a string or a list of OpenAI content parts."""
 
+API_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+"""The message keys the chat-completions API accepts (``tool_name`` etc. are dropped)."""
+
 NO_RESULT = json.dumps({"error": "no result was recorded for this tool call"})
 """The content given to a tool call that the turn ended without answering."""
 
@@ -154,8 +157,9 @@ class Turn:
 
     def api_messages(self, history: list[Message]) -> list[Message]:
         """``history`` (which must end with this turn's user message and any tool traffic)
-        with the user message's content replaced by ``api_user_message()`` — a new list."""
-        out = [dict(m) for m in history]
+        with the user message's content replaced by ``api_user_message()`` and only the
+        keys the chat-completions API accepts — a new list, ready to send."""
+        out = [{k: v for k, v in m.items() if k in API_KEYS} for m in history]
         for index in range(len(out) - 1, -1, -1):
             if out[index].get("role") == "user":
                 out[index]["content"] = self.api_user_message(out[index].get("content"))
