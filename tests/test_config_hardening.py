@@ -272,3 +272,19 @@ def test_doctor_sessions_ok_beside_a_healthy_state_db(home: Path) -> None:
     conn.close()
     assert os.path.exists(home / "state.db")
     assert "[ok  ] sessions" in run("doctor").output
+
+
+def test_read_only_commands_can_degrade_to_defaults_with_a_warning(home: Path) -> None:
+    from memoryport.cli._common import load_config_or_defaults
+    from memoryport.config import Config, ConfigWarning
+
+    (home / "config.yaml").write_bytes(b"memory:\n  provider: \xff\n")
+    with pytest.warns(ConfigWarning, match=r"line 2.*not valid UTF-8.*using the default"):
+        assert load_config_or_defaults(home) == Config()
+
+
+def test_help_works_with_a_broken_config(home: Path) -> None:
+    (home / "config.yaml").write_bytes(b"memory:\n  provider: \xff\n")
+    result = run("--help")
+    assert_clean(result, 0)
+    assert "config" in result.output
