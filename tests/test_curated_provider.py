@@ -250,10 +250,13 @@ def test_config_schema_validates(provider: BuiltinMemoryProvider) -> None:
 
     schema = provider.get_config_schema()
     assert {f["key"] for f in schema} == {
-        "memory_enabled", "user_profile_enabled", "memory_char_limit", "user_char_limit"
+        "memory_enabled", "user_profile_enabled", "memory_char_limit", "user_char_limit",
+        "agent_notes",
     }  # fmt: skip
     assert validate_config(schema, {"memory_char_limit": 5000}) == []
     assert validate_config(schema, {"memory_char_limit": 0})
+    assert validate_config(schema, {"agent_notes": "per_user"}) == []
+    assert validate_config(schema, {"agent_notes": "everyone"})
 
 
 def test_plugin_yaml_matches_the_provider() -> None:

@@ -324,7 +324,6 @@ def review_file(
     usage = Usage.of(entries, spec.char_limit)
     if usage.used > spec.char_limit:
         problems.append(
-            f"the file would be {usage.used:,}/{spec.char_limit:,} chars: shorten or remove "
-            "entries"
+            f"the file would be {usage.used:,}/{spec.char_limit:,} chars: shorten or remove entries"
         )
     return FileReview(entries, problems, notes)
