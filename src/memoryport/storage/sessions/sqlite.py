@@ -172,16 +172,20 @@ class SQLiteSessionStore(SessionStore):
     def _connect(self, busy_timeout: float) -> sqlite3.Connection:
         """Open the connection; a read-only store opens with ``mode=ro``, falling back to
         ``immutable=1`` when SQLite cannot create the WAL index beside a WAL database."""
-        options: dict[str, Any] = {
-            "timeout": busy_timeout,
-            "isolation_level": None,
-            "check_same_thread": False,
-            "factory": self.connection_factory,
-        }
+        def open_(target: str, uri: bool = False) -> sqlite3.Connection:
+            return sqlite3.connect(
+                target,
+                timeout=busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                factory=self.connection_factory,
+                uri=uri,
+            )
+
         if not self.read_only:
-            return sqlite3.connect(self.path, **options)
-        uri = f"{Path(self.path).resolve().as_uri()}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, **options)
+            return open_(self.path)
+        target = f"{Path(self.path).resolve().as_uri()}?mode=ro"
+        conn = open_(target, uri=True)
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
@@ -189,7 +193,7 @@ class SQLiteSessionStore(SessionStore):
             conn.close()
             if "readonly" not in str(exc):
                 raise
-        return sqlite3.connect(uri + "&immutable=1", uri=True, **options)
+        return open_(target + "&immutable=1", uri=True)
 
     def _read_only_message(self, what: str) -> str:
         return (
