@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import sqlite3
 import threading
@@ -21,7 +20,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from memoryport._fs import ensure_private_dir
 from memoryport.errors import SessionNotFound, StoreError
 from memoryport.storage.sessions import migrations
 from memoryport.storage.sessions._sqlite_io import (
@@ -29,6 +27,12 @@ from memoryport.storage.sessions._sqlite_io import (
     import_entries,
     prune_empty,
     rebuild_indexes,
+)
+from memoryport.storage.sessions._sqlite_open import (
+    connect,
+    create_private_file,
+    must_open_read_only,
+    why,
 )
 from memoryport.storage.sessions._sqlite_rows import (
     INSERT_SESSION,
@@ -82,44 +86,6 @@ _BULK_INDEX = (
 )
 
 
-def _must_open_read_only(path: Path) -> bool:
-    """True when ``path`` or its directory is not writable (a missing file in an
-    unwritable directory raises ``OSError`` saying so: it cannot be created)."""
-    directory = path.parent
-    while not directory.exists() and directory != directory.parent:
-        directory = directory.parent
-    dir_writable = os.access(directory, os.W_OK | os.X_OK)
-    if not path.exists():
-        if not dir_writable:
-            raise PermissionError(
-                f"cannot create it: {directory} is read-only for this user; make it"
-                " writable or point MEMORYPORT_HOME at a writable home"
-            )
-        return False
-    return not (dir_writable and os.access(path, os.W_OK))
-
-
-def _why(exc: BaseException) -> str:
-    """The error text, saying "read-only" when that is the cause."""
-    text = str(exc)
-    if "readonly" in text.lower().replace("-", "").replace(" ", ""):
-        return f"{text} (the database or its directory is read-only for this user)"
-    return text
-
-
-def _create_private_file(path: Path) -> None:
-    """Create a new database file with mode 0600 (its directory 0700); keep existing ones.
-
-    The file holds full chat history. SQLite gives its -wal/-shm files the same mode.
-    """
-    ensure_private_dir(path.parent)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return
-    os.close(fd)
-
-
 class SQLiteSessionStore(SessionStore):
     """Session store in one SQLite file (``":memory:"`` works for tests).
 
@@ -151,10 +117,15 @@ class SQLiteSessionStore(SessionStore):
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         try:
-            self.read_only = self.path != ":memory:" and _must_open_read_only(Path(self.path))
+            self.read_only = self.path != ":memory:" and must_open_read_only(Path(self.path))
             if self.path != ":memory:" and not self.read_only:
-                _create_private_file(Path(self.path))
-            conn = self._connect(busy_timeout)
+                create_private_file(Path(self.path))
+            conn = connect(
+                self.path,
+                read_only=self.read_only,
+                busy_timeout=busy_timeout,
+                factory=self.connection_factory,
+            )
             self._conn = conn
             self._configure(conn, busy_timeout)
             if self.read_only and migrations.pending(conn):
@@ -162,38 +133,12 @@ class SQLiteSessionStore(SessionStore):
             self._retry(lambda: migrations.migrate(conn))
         except sqlite3.Error as exc:
             self.close()
-            raise StoreError(f"session database unavailable at {self.path}: {_why(exc)}") from exc
+            raise StoreError(f"session database unavailable at {self.path}: {why(exc)}") from exc
         except OSError as exc:
-            raise StoreError(f"session database unavailable at {self.path}: {_why(exc)}") from exc
+            raise StoreError(f"session database unavailable at {self.path}: {why(exc)}") from exc
         except StoreError:
             self.close()
             raise
-
-    def _connect(self, busy_timeout: float) -> sqlite3.Connection:
-        """Open the connection; a read-only store opens with ``mode=ro``, falling back to
-        ``immutable=1`` when SQLite cannot create the WAL index beside a WAL database."""
-        def open_(target: str, uri: bool = False) -> sqlite3.Connection:
-            return sqlite3.connect(
-                target,
-                timeout=busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-                factory=self.connection_factory,
-                uri=uri,
-            )
-
-        if not self.read_only:
-            return open_(self.path)
-        target = f"{Path(self.path).resolve().as_uri()}?mode=ro"
-        conn = open_(target, uri=True)
-        try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return conn
-        except sqlite3.OperationalError as exc:
-            conn.close()
-            if "readonly" not in str(exc):
-                raise
-        return open_(target + "&immutable=1", uri=True)
 
     def _read_only_message(self, what: str) -> str:
         return (
@@ -277,7 +222,7 @@ class SQLiteSessionStore(SessionStore):
             try:
                 return self._retry(attempt)
             except sqlite3.Error as exc:
-                raise StoreError(f"session database write failed: {_why(exc)}") from exc
+                raise StoreError(f"session database write failed: {why(exc)}") from exc
             except UnicodeEncodeError as exc:
                 raise StoreError(f"{_NOT_UTF8}: {exc}") from exc
 
