@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
         help="bytes MEMORY.md may grow in disk-full-curated",
     )
     parser.add_argument(
-        "--headroom-session", type=size, default=4 * 1024 * 1024,
+        "--headroom-session", type=size, default=1024 * 1024,
         help="bytes each session-store file may grow in disk-full-session",
     )
     parser.add_argument(
