@@ -45,7 +45,7 @@ def restart_nyx() -> None:
     vault = sys.modules.get("nexsandglass.features.sandglass_vault")
     if vault is not None:
         vault.flush_index()  # nyx's atexit hook, run while this test's home still exists
-        vault._idx_cache = None  # so that hook has nothing left to do at interpreter exit
+        vault._idx_cache = None  # type: ignore[attr-defined]  # so that hook has nothing left to do at interpreter exit
     for name in [m for m in sys.modules if m.startswith(_PREFIX)]:
         del sys.modules[name]
 
@@ -133,6 +133,11 @@ def test_a_second_process_run_recalls_what_the_first_stored(
 
 
 class TestNyxConforms(ProviderConformance):
+    @pytest.fixture(autouse=True)
+    def _user_home(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Its default data dir and key files live under ``~``: keep that in the temp dir."""
+        monkeypatch.setenv("HOME", str(tmp_path / "user"))
+
     def make_provider(self, home: Path) -> Any:
         configure(home)
         return load_nyx(home)
