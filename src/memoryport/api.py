@@ -179,6 +179,9 @@ class Memory:
         self._turn_number = 0
         self._system_prompt = ""
         self._initialized = False
+        self.provider_kwargs: dict[str, Any] = {}
+        """Extra ``initialize`` keywords for providers (``user_name``, ``chat_name``, the
+        CLI's ``warning_callback`` / ``status_callback``); set before ``start_session``."""
         self._closed = False
         self._lock = threading.RLock()
         self._drafts: dict[str, _Draft] = {}
@@ -245,7 +248,10 @@ class Memory:
                 parent_session_id=parent_session_id or "",
                 session_title=title or "",
             )
-            self._manager.initialize_all(record, **context.to_kwargs())
+            from memoryport.plugins.hermes_compat import initialize_kwargs
+
+            kwargs = initialize_kwargs(self.home, context.to_kwargs(), self.provider_kwargs)
+            self._manager.initialize_all(record, **kwargs)
             self._initialized = True
             self._turn_number = 0
             self._system_prompt = self._manager.build_system_prompt()
