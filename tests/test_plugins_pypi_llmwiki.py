@@ -134,6 +134,7 @@ class TestLlmwikiConforms(ProviderConformance):
     def _user_home(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """It reads and writes ``~``: keep that inside the test's temp dir."""
         monkeypatch.setenv("HOME", str(tmp_path / "user"))
+        monkeypatch.chdir(tmp_path)  # tools given a relative path write there
 
     def make_provider(self, home: Path) -> Any:
         install(home)

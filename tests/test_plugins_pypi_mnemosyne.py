@@ -159,6 +159,7 @@ class TestMnemosyneConforms(ProviderConformance):
     @pytest.fixture(autouse=True)
     def _installed(self, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("HOME", str(tmp_path / "user"))  # it writes logs under ~/.hermes
+        monkeypatch.chdir(tmp_path)  # tools given a relative path write there
         link_like_the_installer(home, monkeypatch)
 
     def make_provider(self, home: Path) -> Any:

@@ -137,6 +137,7 @@ class TestNyxConforms(ProviderConformance):
     def _user_home(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """Its default data dir and key files live under ``~``: keep that in the temp dir."""
         monkeypatch.setenv("HOME", str(tmp_path / "user"))
+        monkeypatch.chdir(tmp_path)  # tools given a relative path write there
 
     def make_provider(self, home: Path) -> Any:
         configure(home)
