@@ -112,3 +112,20 @@ def test_any_raw_query_returns_hits_or_a_store_error(
     except StoreError as exc:
         assert str(exc)
     assert _snapshot(seeded) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"query": "walrus", "limit": float("inf")},
+        {"query": "walrus", "window": float("nan")},
+        {"session_id": "s0", "around_message_id": 2**70},
+        {"session_id": "s0", "around_message_id": -(2**63)},
+    ],
+)
+def test_non_finite_and_huge_integers_are_argument_errors(
+    seeded: SQLiteSessionStore, args: dict[str, Any]
+) -> None:
+    """Found by the property test: ``limit=inf`` raised OverflowError from int()."""
+    result = json.loads(_provider(seeded).handle_tool_call("session_search", args))
+    assert result["success"] is False and result["error_type"] == "ToolArgumentError"

@@ -37,6 +37,7 @@ __all__ = ["SESSION_SEARCH_SCHEMA", "ToolContext", "session_search", "unquote_ti
 
 DISCOVER_SCAN_LIMIT = 300
 """At most this many matching messages are examined to fill the requested sessions."""
+_MAX_INT = 2**62  # larger integers cannot be bound as SQL integers
 DEMOTED_SOURCES = frozenset({"cron"})
 """Sources whose sessions discover ranks below every interactive session it finds
 (scheduled runs repeat the same words and would crowd out real conversations)."""
@@ -121,9 +122,12 @@ def _int_arg(args: Mapping[str, Any], key: str, default: int) -> int:
     if value is None or value == "":
         return default
     try:
-        return int(value)
-    except (TypeError, ValueError) as exc:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ToolArgumentError(f"{key} must be an integer, not {value!r}") from exc
+    if abs(number) > _MAX_INT:
+        raise ToolArgumentError(f"{key} is out of range: {value!r}")
+    return number
 
 
 def _current_roots(store: SessionStore, ctx: ToolContext) -> set[str]:

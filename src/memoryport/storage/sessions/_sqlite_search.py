@@ -134,20 +134,25 @@ def _literal_first(
         "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid < ?"
         " ORDER BY rowid DESC LIMIT ?"
     )
-    found: list[int] = []
-    bound, scanned, chunk = 2**62, 0, 1024
+    top = [i for i, _ in ranked[:need]]
+    found = [r[0] for r in conn.execute(check_sql, [json.dumps(top), *patterns])]
+    if len(found) >= need:  # the best-ranked hits already contain the literal text
+        literal = set(found)
+        return [r for r in ranked if r[0] in literal] + [r for r in ranked if r[0] not in literal]
+    bound, scanned, chunk = 2**62, 0, 256
     while len(found) < need and scanned < LITERAL_SCAN:
         ids = [r[0] for r in conn.execute(walk_sql, (expr, bound, chunk))]
         if not ids:
             break
         scanned, bound = scanned + len(ids), ids[-1]
         hit = {r[0] for r in conn.execute(check_sql, [json.dumps(ids), *patterns])}
-        ordered = [i for i in ids if i in hit]
+        known = set(found)
+        ordered = [i for i in ids if i in hit and i not in known]
         keep = _filter(conn, ordered, scope) if ordered else set()
         found.extend(i for i in ordered if i in keep)
         if len(ids) < chunk:
             break
-        chunk = min(chunk * 2, 8192)
+        chunk = min(chunk * 4, 8192)
     literal = set(found)
     first = [r for r in ranked if r[0] in literal]
     seen = {i for i, _ in first}
@@ -190,29 +195,28 @@ def _rank(
     need: int,
     window: int | None,
 ) -> list[tuple[int, float]]:
-    """BM25 order over a bounded match set: every match (callers check there are at most
-    ``RELEVANCE_WINDOW``) or the newest ``window`` ones (widened when filters leave too few).
+    """BM25 order over a bounded match set: every match (``window=None``; callers check
+    there are at most ``RELEVANCE_WINDOW``) or the newest ``window`` ones (widened when
+    filters leave too few; with fewer matches than ``window`` that is every match).
 
     ``bm25()`` is selected without ``ORDER BY rank`` and sorted here: FTS5's rank sorter
     evaluates BM25 on a second cursor and so pays its fixed cost (a pass over each
     phrase's whole doclist to count documents) twice -- 32 ms instead of 15 ms for a word
-    in 40% of 1M messages.
+    in 40% of 1M messages. The newest-``window`` set is one ``ORDER BY rowid DESC LIMIT``
+    pass (FTS5 walks its doclists backwards), not a count, a floor seek and a rank pass.
     """
     chunk = max(need * 4, 64)
     while True:
-        floor_row = None
-        if window is not None:
-            floor_row = conn.execute(
-                f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC"
-                " LIMIT 1 OFFSET ?",
-                (expr, window - 1),
-            ).fetchone()
-        floor = floor_row[0] if floor_row else -1
-        rows = conn.execute(
-            f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ? AND rowid >= ?",
-            (expr, floor),
-        ).fetchall()
-        rows.sort(key=lambda r: float(r[1]))
+        if window is None:
+            sql = f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ?"
+            rows = conn.execute(sql, (expr,)).fetchall()
+        else:
+            sql = (
+                f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ?"
+                " ORDER BY rowid DESC LIMIT ?"
+            )
+            rows = conn.execute(sql, (expr, window)).fetchall()
+        rows.sort(key=lambda r: (float(r[1]), r[0]))  # ties: oldest first, as before
         kept: list[tuple[int, float]] = []
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
@@ -220,16 +224,21 @@ def _rank(
             kept.extend((r[0], -float(r[1])) for r in part if r[0] in keep)
             if len(kept) >= need:
                 return kept
-        if floor_row is None or window is None:
+        if window is None or len(rows) < window:
             return kept
         window *= 8
+
+
+def _terms_or(root: Node | None) -> bool:
+    """True for an OR of plain terms (the shape :func:`_selective_terms` can narrow)."""
+    return isinstance(root, Or) and all(isinstance(c, Term) for c in root.children)
 
 
 def _selective_terms(
     conn: sqlite3.Connection, table: str, root: Node | None, leaf: Callable[[Node], str]
 ) -> str | None:
     """For an OR of terms, the OR of its rarest terms (total matches <= the window)."""
-    if not isinstance(root, Or) or not all(isinstance(c, Term) for c in root.children):
+    if not isinstance(root, Or) or not _terms_or(root):
         return None
     counted = sorted(
         (_count_upto(conn, table, leaf(c), RELEVANCE_WINDOW), i, c)
@@ -262,6 +271,8 @@ def _ranked_ids(
     * Otherwise: BM25 over the newest ``RELEVANCE_WINDOW`` matches.
     """
     expr = leaf(parsed.root) if parsed.root is not None else ""
+    if not _terms_or(parsed.root):  # one pass: all matches, or the newest window of them
+        return _rank(conn, table, expr, scope, need, RELEVANCE_WINDOW)
     if _count_upto(conn, table, expr, RELEVANCE_WINDOW) <= RELEVANCE_WINDOW:
         return _rank(conn, table, expr, scope, need, None)
     ranked: list[tuple[int, float]] = []
