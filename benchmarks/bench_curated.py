@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _report import print_table, summary_us, write_json
 
 from memoryport import safety
-from memoryport.providers.builtin import CuratedMemory
+from memoryport.providers.curated import CuratedMemory
 from memoryport.storage.markdown import render_entries
 
 _WORDS = [

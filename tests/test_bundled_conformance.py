@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memoryport.providers.builtin import create_builtin_provider
+from memoryport.providers.curated import create_builtin_provider
 from memoryport.providers.sessions import create_sessions_provider
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
 from memoryport.testing import ProviderConformance

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memoryport.cli.memory import memory_group
-from memoryport.providers.builtin import CuratedMemory
+from memoryport.providers.curated import CuratedMemory
 
 
 @pytest.fixture

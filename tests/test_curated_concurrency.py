@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from memoryport.providers.builtin import CuratedMemory
+from memoryport.providers.curated import CuratedMemory
 from memoryport.storage.markdown import parse_entries, render_entries
 
 _BIG = 10**8  # budget raised so that only concurrency, not capacity, is under test

@@ -24,7 +24,7 @@ from click.testing import CliRunner, Result
 
 from fixtures.helpers import isolate
 from memoryport.cli import main
-from memoryport.providers.builtin import CuratedMemory
+from memoryport.providers.curated import CuratedMemory
 
 MEMORYPORT_BIN = Path(sys.executable).parent / "memoryport"
 
@@ -132,7 +132,7 @@ _LIMITED_WRITE = textwrap.dedent(
     limit = int(sys.argv[1])
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     from memoryport.errors import MemoryStoreError
-    from memoryport.providers.builtin import CuratedMemory, create_builtin_provider
+    from memoryport.providers.curated import CuratedMemory, create_builtin_provider
     home = sys.argv[2]
     store = CuratedMemory(home, memory_char_limit=1_000_000)
     try:
@@ -201,7 +201,7 @@ _READONLY_WRITE = textwrap.dedent(
     """
     import json, os, sys
     from memoryport.errors import MemoryStoreError
-    from memoryport.providers.builtin import CuratedMemory, create_builtin_provider
+    from memoryport.providers.curated import CuratedMemory, create_builtin_provider
     uid = int(sys.argv[2])
     if uid >= 0:  # running as root: drop to an unprivileged user so permissions apply
         os.setgid(uid)

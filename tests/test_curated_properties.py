@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoryport.cli.memory import memory_group
-from memoryport.providers.builtin import CuratedMemory, create_builtin_provider
+from memoryport.providers.curated import CuratedMemory, create_builtin_provider
 from memoryport.storage.markdown import parse_entries, render_entries
 
 CASES: dict[str, int] = {}

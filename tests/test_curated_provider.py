@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
-from memoryport._builtin import is_builtin
 from memoryport.errors import ConfigError
-from memoryport.provider import MemoryProvider, MemoryWriteSource
-from memoryport.providers.builtin import (
+from memoryport.provider import MemoryProvider, MemoryWriteSource, is_builtin
+from memoryport.providers.curated import (
     BuiltinMemoryProvider,
     CuratedMemory,
     create_builtin_provider,
 )
-from memoryport.providers.builtin.tool import MEMORY_TOOL_SCHEMA
+from memoryport.providers.curated.tool import MEMORY_TOOL_SCHEMA
 
 Call = tuple[str, str, str, dict[str, Any]]
 
@@ -246,7 +245,7 @@ def test_per_user_isolation_through_initialize(tmp_path: Path) -> None:
 
 
 def test_config_schema_validates(provider: BuiltinMemoryProvider) -> None:
-    from memoryport.provider import validate_config
+    from memoryport.config.fields import validate_config
 
     schema = provider.get_config_schema()
     assert {f["key"] for f in schema} == {
@@ -262,7 +261,7 @@ def test_config_schema_validates(provider: BuiltinMemoryProvider) -> None:
 def test_plugin_yaml_matches_the_provider() -> None:
     import yaml
 
-    import memoryport.providers.builtin as package
+    import memoryport.providers.curated as package
 
     manifest = yaml.safe_load((Path(package.__file__).parent / "plugin.yaml").read_text())
     assert manifest["name"] == "builtin" and manifest["builtin"] is True

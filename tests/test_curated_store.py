@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from memoryport.errors import DriftError, MemoryStoreError, UnsafeContent
-from memoryport.providers.builtin import CuratedMemory, safe_user_id
-from memoryport.providers.builtin.prompt import RULE, Usage, render_block
+from memoryport.providers.curated import CuratedMemory, safe_user_id
+from memoryport.providers.curated.prompt import RULE, Usage, render_block
 from memoryport.storage.markdown import render_entries
 
 
@@ -126,7 +126,7 @@ def test_multiple_distinct_matches_are_refused_with_previews(store: CuratedMemor
 
 
 def test_identical_matches_operate_on_the_first(store: CuratedMemory) -> None:
-    from memoryport.providers.builtin.editor import Editor, TargetSpec
+    from memoryport.providers.curated.editor import Editor, TargetSpec
 
     spec = TargetSpec("memory", "MEMORY.md", "MEMORY", 1000)
     editor = Editor(spec, ["same", "other", "same"], list)

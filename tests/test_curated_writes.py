@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 import memoryport
 from fixtures.helpers import install_plugin, isolate
 from memoryport.cli import main
-from memoryport.providers.builtin import CuratedMemory, create_builtin_provider
+from memoryport.providers.curated import CuratedMemory, create_builtin_provider
 
 MEMORYPORT_BIN = Path(sys.executable).parent / "memoryport"
 

@@ -21,8 +21,8 @@ from manager_doubles import (
     SlowSync,
     WrongTypes,
 )
-from memoryport._builtin import mark_builtin
 from memoryport.manager import ManagerSettings, MemoryManager
+from memoryport.provider import mark_builtin
 
 DEADLINE = 0.2
 # Generous slack for a loaded 2-core CI machine: this checks that calls *return*

@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memoryport.hooks import inspect_provider
-from memoryport.provider import MemoryProvider, validate_config
+from memoryport.config.fields import validate_config
+from memoryport.manager._hooks import inspect_provider
+from memoryport.provider import MemoryProvider
 from memoryport.types import InitContext
 
 

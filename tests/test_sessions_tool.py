@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memoryport._builtin import is_builtin
+from memoryport.provider import is_builtin
 from memoryport.providers.sessions import SessionSearchProvider, create_sessions_provider
 from memoryport.storage.sessions.base import SessionStore
 

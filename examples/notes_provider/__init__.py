@@ -14,7 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from memoryport.provider import ConfigField, MemoryProvider
+from memoryport.config.fields import ConfigField
+from memoryport.provider import MemoryProvider
 
 _ADD = {
     "name": "notes_add",

@@ -46,6 +46,10 @@ class AsyncMemory:
         """The schemas wrapped for the chat-completions ``tools`` parameter."""
         return self.memory.openai_tools()
 
+    def reserve_tool_names(self, *names: str) -> None:
+        """``Memory.reserve_tool_names``: tools the agent serves itself (no I/O)."""
+        self.memory.reserve_tool_names(*names)
+
     async def start_session(self, session_id: str | None = None, **kwargs: Any) -> str:
         """Async ``Memory.start_session``."""
         return await asyncio.to_thread(self.memory.start_session, session_id, **kwargs)

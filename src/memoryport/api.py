@@ -33,7 +33,7 @@ from memoryport.config import (
 )
 from memoryport.errors import ConfigError, MemoryportError, SessionNotFound, StoreError
 from memoryport.manager import ManagerSettings, MemoryManager
-from memoryport.providers.builtin import BuiltinMemoryProvider, create_builtin_provider
+from memoryport.providers.curated import BuiltinMemoryProvider, create_builtin_provider
 from memoryport.providers.sessions import create_sessions_provider
 from memoryport.storage.sessions.base import SessionStore, flatten_content, new_session_id
 from memoryport.turn import Turn, UserContent, clean_user_content
@@ -474,6 +474,15 @@ class Memory:
     def openai_tools(self) -> list[dict[str, Any]]:
         """The schemas wrapped for the chat-completions ``tools`` parameter."""
         return [{"type": "function", "function": schema} for schema in self.tool_schemas()]
+
+    def reserve_tool_names(self, *names: str) -> None:
+        """Reserve names of tools the agent serves itself (e.g. ``delegate_task``).
+
+        A provider tool with a reserved name is then ignored with a warning, so the model
+        never sees two tools with one name. ``memory`` and ``session_search`` are always
+        reserved. Raises ValueError (changing nothing) for an empty or non-string name.
+        """
+        self._manager.reserve_tool_names(*names)
 
     def call_tool(
         self,

@@ -7,7 +7,8 @@ written for Hermes run here unchanged. Only ``name``, ``is_available``, ``initia
 Any hook may be written as ``async def``; the manager runs coroutine hooks on its own
 event-loop thread. The manager inspects a provider once, when it is registered (which hooks
 it overrides, which are async, which signature variant each uses) and never per call; see
-``memoryport.hooks``.
+``memoryport.manager._hooks``. Settings schemas (``ConfigField``, ``validate_config``) live
+in ``memoryport.config.fields``.
 
 Threading contract (enforced by ``MemoryManager``, whatever the provider does):
 
@@ -28,18 +29,20 @@ shutdown               after the queue is drained    15 s default per provider
 from __future__ import annotations
 
 import json
+import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
+from memoryport.config.fields import ConfigField
 from memoryport.types import Message, ToolSchema
 
 __all__ = [
-    "ConfigField",
     "MemoryProvider",
     "MemoryWriteListener",
     "MemoryWriteSource",
-    "validate_config",
+    "is_builtin",
+    "mark_builtin",
 ]
 
 MemoryWriteListener = Callable[[str, str, str, dict[str, Any]], None]
@@ -58,27 +61,26 @@ class MemoryWriteSource(Protocol):
     def set_memory_write_listener(self, listener: MemoryWriteListener) -> None:
         """Receive the callback to call after each successful write."""
 
+_BUILTIN_OBJECTS: weakref.WeakSet[Any] = weakref.WeakSet()
 
-class ConfigField(TypedDict, total=False):
-    """One field of ``get_config_schema()`` (the format of the Hermes setup wizard).
 
-    Keys: ``key`` (required), ``description``, ``secret`` (goes to ``.env``), ``required``,
-    ``env_var`` (explicit environment variable name), ``url`` (where to obtain the value),
-    ``default``, ``choices``, and optionally ``type`` (``text``/``integer``/``number``/
-    ``boolean``), ``minimum`` and ``maximum``.
+def mark_builtin(provider: Any) -> Any:
+    """Record ``provider`` as created by memoryport itself; returns it for chaining.
+
+    The manager recognises built-in providers by the object, never by its ``name``: the
+    library's own factories call this on what they create. A third-party provider that
+    merely calls itself ``builtin`` is not built-in.
     """
+    _BUILTIN_OBJECTS.add(provider)
+    return provider
 
-    key: str
-    description: str
-    secret: bool
-    required: bool
-    env_var: str
-    url: str
-    default: Any
-    choices: list[Any]
-    type: str
-    minimum: float
-    maximum: float
+
+def is_builtin(provider: Any) -> bool:
+    """True when ``provider`` is an object memoryport's own factories marked built-in."""
+    try:
+        return provider in _BUILTIN_OBJECTS
+    except TypeError:
+        return False
 
 
 class MemoryProvider(ABC):
@@ -195,54 +197,3 @@ class MemoryProvider(ABC):
 
     def post_setup(self, home: str, config: dict[str, Any]) -> None:
         """A provider-owned setup flow; when overridden, ``setup`` delegates to it. No-op."""
-
-
-_TYPE_CHECKS: dict[str, tuple[type, ...]] = {
-    "text": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-}
-
-
-def validate_config(schema: Sequence[Mapping[str, Any]], values: Mapping[str, Any]) -> list[str]:
-    """Check ``values`` against a ``get_config_schema()`` list; return every problem at once.
-
-    An empty list means the values are valid. Each problem names the key, the value and
-    what was expected, e.g. ``"region: 'mars' is not one of 'us-east', 'eu-west'"``.
-    """
-    problems: list[str] = []
-    known = {str(f.get("key")) for f in schema if f.get("key")}
-    for index, field in enumerate(schema):
-        key = field.get("key")
-        if not isinstance(key, str) or not key:
-            problems.append(f"schema field #{index} has no 'key'; every field needs a name")
-            continue
-        present = key in values and values[key] not in (None, "")
-        if not present:
-            if field.get("required") and field.get("default") in (None, ""):
-                hint = f" (set it, or export {field['env_var']})" if field.get("env_var") else ""
-                problems.append(f"{key}: required but missing{hint}")
-            continue
-        value = values[key]
-        choices = field.get("choices")
-        if choices and value not in choices:
-            allowed = ", ".join(repr(c) for c in choices)
-            problems.append(f"{key}: {value!r} is not one of {allowed}")
-        kind = field.get("type")
-        if isinstance(kind, str) and kind in _TYPE_CHECKS:
-            expected = _TYPE_CHECKS[kind]
-            bad_bool = isinstance(value, bool) and kind in ("integer", "number")
-            if not isinstance(value, expected) or bad_bool:
-                problems.append(f"{key}: {value!r} should be {kind}")
-                continue
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            minimum, maximum = field.get("minimum"), field.get("maximum")
-            if minimum is not None and value < minimum:
-                problems.append(f"{key}: {value!r} is below the minimum {minimum!r}")
-            if maximum is not None and value > maximum:
-                problems.append(f"{key}: {value!r} is above the maximum {maximum!r}")
-    for key in values:
-        if key not in known:
-            problems.append(f"{key}: unknown setting (known: {', '.join(sorted(known)) or 'none'})")
-    return problems

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from memoryport.hooks import inspect_provider
+from memoryport.manager._hooks import inspect_provider
 from memoryport.types import InitContext
 
 __all__ = ["ProviderConformance", "call_hook", "sample_arguments"]

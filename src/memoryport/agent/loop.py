@@ -109,6 +109,7 @@ class Agent:
         blocked_tools: frozenset[str] = frozenset(),
     ) -> None:
         self.memory = memory
+        memory.reserve_tool_names(DELEGATE_TASK_SCHEMA["name"])
         self.client = client
         self.settings = settings or memory.config.agent
         self.source = source

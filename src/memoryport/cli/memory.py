@@ -22,7 +22,7 @@ from memoryport.cli._common import get_home, home_option, is_terminal, make_cons
 from memoryport.config import MemorySettings, load_config
 from memoryport.display import printable
 from memoryport.errors import MemoryportError
-from memoryport.providers.builtin.store import CuratedMemory
+from memoryport.providers.curated.store import CuratedMemory
 
 __all__ = ["memory_group", "open_store", "store_options"]
 

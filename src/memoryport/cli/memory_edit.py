@@ -21,7 +21,7 @@ from memoryport.cli._common import plural
 from memoryport.cli.memory import open_store, store_options
 from memoryport.display import printable
 from memoryport.errors import MemoryportError
-from memoryport.providers.builtin.store import CuratedMemory
+from memoryport.providers.curated.store import CuratedMemory
 from memoryport.storage.markdown import parse_entries
 
 __all__ = ["edit_command"]

@@ -29,9 +29,10 @@ from memoryport.config import (
     save_config,
     write_env,
 )
+from memoryport.config.fields import validate_config
 from memoryport.errors import ConfigError, PluginError
 from memoryport.plugins import Discovery, ProviderInfo, discover, load
-from memoryport.provider import MemoryProvider, validate_config
+from memoryport.provider import MemoryProvider
 
 __all__ = ["setup_command"]
 

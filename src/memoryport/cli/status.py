@@ -31,7 +31,7 @@ _PROBE_QUERY = "memoryport status probe"
 
 
 def _builtin_status(home: Path, config: Config) -> dict[str, Any]:
-    from memoryport.providers.builtin import CuratedMemory
+    from memoryport.providers.curated import CuratedMemory
 
     settings = config.memory
     store = CuratedMemory(

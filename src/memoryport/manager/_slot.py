@@ -9,9 +9,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from memoryport._workers import BackgroundQueue, Lane
-from memoryport.health import ProviderHealth
-from memoryport.hooks import ProviderProfile
+from memoryport.manager._health import ProviderHealth
+from memoryport.manager._hooks import ProviderProfile
+from memoryport.manager._workers import BackgroundQueue, Lane
 
 __all__ = ["ProviderSlot"]
 

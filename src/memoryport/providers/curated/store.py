@@ -27,7 +27,7 @@ from typing import Any
 
 from memoryport import safety
 from memoryport.errors import MemoryStoreError
-from memoryport.providers.builtin.editor import (
+from memoryport.providers.curated.editor import (
     Change,
     Editor,
     FileReview,
@@ -38,7 +38,7 @@ from memoryport.providers.builtin.editor import (
     parse_operation,
     review_file,
 )
-from memoryport.providers.builtin.prompt import Usage, compose_prompt, render_block
+from memoryport.providers.curated.prompt import Usage, compose_prompt, render_block
 from memoryport.storage.markdown import FileState, MarkdownFile, parse_entries
 
 __all__ = [

@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 from memoryport.types import ToolSchema
 
 __all__ = [
-    "RESERVED_TOOL_NAMES",
+    "CORE_TOOL_NAMES",
     "build_tool_table",
+    "check_tool_names",
     "error_json",
     "normalize_schemas",
     "parse_tool_args",
@@ -21,8 +22,12 @@ __all__ = [
 
 log = logging.getLogger("memoryport.manager")
 
-RESERVED_TOOL_NAMES = frozenset({"memory", "session_search", "delegate_task"})
-"""Tool names only the library's built-in providers and agent loop may register."""
+CORE_TOOL_NAMES = frozenset({"memory", "session_search"})
+"""Tool names only the library's built-in providers may register.
+
+An agent that exposes tools of its own (the reference agent's ``delegate_task``) reserves
+their names through ``MemoryManager.reserve_tool_names``.
+"""
 
 Owner = TypeVar("Owner")
 
@@ -45,10 +50,24 @@ def normalize_schemas(raw: Any, provider: str) -> list[ToolSchema]:
     return schemas
 
 
+def check_tool_names(names: Iterable[Any]) -> frozenset[str]:
+    """``names`` as a set of tool names; ValueError naming the bad one when one is not valid."""
+    checked: set[str] = set()
+    for name in names:
+        if not isinstance(name, str) or not name.strip() or name != name.strip():
+            raise ValueError(
+                f"cannot reserve tool name {name!r}: a tool name is a non-empty string "
+                "without surrounding whitespace, e.g. 'delegate_task'"
+            )
+        checked.add(name)
+    return frozenset(checked)
+
+
 def build_tool_table(
     entries: Iterable[tuple[Owner, str, bool, list[ToolSchema]]],
+    reserved: frozenset[str] = CORE_TOOL_NAMES,
 ) -> tuple[dict[str, Owner], list[ToolSchema]]:
-    """Route each tool name to its first owner, in order; reserved names only for built-ins.
+    """Route each tool name to its first owner, in order; ``reserved`` names only for built-ins.
 
     ``entries`` are ``(owner, provider name, is builtin, schemas)``. Returns the table and
     the schemas that made it in.
@@ -66,8 +85,8 @@ def build_tool_table(
                     owners[name],
                     provider,
                 )
-            elif name in RESERVED_TOOL_NAMES and not builtin:
-                log.warning("provider %r: tool %r shadows a core tool; ignored", provider, name)
+            elif name in reserved and not builtin:
+                log.warning("provider %r: tool %r shadows a reserved tool; ignored", provider, name)
             else:
                 table[name], owners[name] = owner, provider
                 kept.append(schema)

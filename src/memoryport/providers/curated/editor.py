@@ -1,6 +1,6 @@
 """Pure operations on one target's entry list: add, replace, remove, batches, budgets.
 
-No I/O here: :class:`~memoryport.providers.builtin.store.CuratedMemory` runs an
+No I/O here: :class:`~memoryport.providers.curated.store.CuratedMemory` runs an
 :class:`Editor` inside ``MarkdownFile.mutate`` on the freshly re-read entries.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryport.errors import MemoryStoreError
-from memoryport.providers.builtin.prompt import Usage
+from memoryport.providers.curated.prompt import Usage
 from memoryport.storage.markdown import entry_problem, parse_entries, valid_text
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Rendering of curated memory for the system prompt: usage headers, blocks and guidance.
 
-Pure functions over entry lists; :class:`memoryport.providers.builtin.store.CuratedMemory`
+Pure functions over entry lists; :class:`memoryport.providers.curated.store.CuratedMemory`
 calls them once per session to build the frozen snapshot.
 """
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryport.errors import MemoryportError
-from memoryport.providers.builtin.store import CuratedMemory, WriteResult
+from memoryport.providers.curated.store import CuratedMemory, WriteResult
 from memoryport.types import ToolSchema
 
 __all__ = [

@@ -5,16 +5,16 @@
   registers, with the ``memory`` tool and the frozen system-prompt snapshot.
 """
 
-from memoryport.providers.builtin.prompt import Usage
-from memoryport.providers.builtin.provider import BuiltinMemoryProvider, create_builtin_provider
-from memoryport.providers.builtin.store import (
+from memoryport.providers.curated.prompt import Usage
+from memoryport.providers.curated.provider import BuiltinMemoryProvider, create_builtin_provider
+from memoryport.providers.curated.store import (
     Change,
     CuratedMemory,
     Snapshot,
     WriteResult,
     safe_user_id,
 )
-from memoryport.providers.builtin.tool import MEMORY_TOOL_SCHEMA, run_memory_tool
+from memoryport.providers.curated.tool import MEMORY_TOOL_SCHEMA, run_memory_tool
 
 __all__ = [
     "MEMORY_TOOL_SCHEMA",

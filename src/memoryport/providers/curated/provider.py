@@ -11,17 +11,17 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from memoryport._builtin import mark_builtin
+from memoryport.config.fields import ConfigField
 from memoryport.errors import ConfigError
-from memoryport.provider import ConfigField, MemoryProvider, MemoryWriteListener
-from memoryport.providers.builtin.store import (
+from memoryport.provider import MemoryProvider, MemoryWriteListener, mark_builtin
+from memoryport.providers.curated.store import (
     AGENT_NOTES_MODES,
     DEFAULT_MEMORY_CHAR_LIMIT,
     DEFAULT_USER_CHAR_LIMIT,
     Change,
     CuratedMemory,
 )
-from memoryport.providers.builtin.tool import (
+from memoryport.providers.curated.tool import (
     MEMORY_TOOL_NAME,
     memory_tool_schema,
     run_memory_tool,

@@ -1,6 +1,6 @@
 """``MemoryManager``: runs the provider lifecycle under an enforced threading contract.
 
-The manager knows ``provider.py``, ``hooks.py`` and the worker threads; it never knows a
+The manager knows ``provider.py``, ``_hooks.py`` and the worker threads; it never knows a
 concrete provider or any storage. Whatever a provider does (hang, sleep, raise, return
 junk), the caller gets its answer within the hook's deadline and never sees an exception:
 
@@ -27,12 +27,22 @@ import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
-from memoryport._builtin import is_builtin
-from memoryport._slot import ProviderSlot
-from memoryport._workers import (
+from memoryport.manager._health import CircuitBreaker, ProviderHealth
+from memoryport.manager._hooks import inspect_provider
+from memoryport.manager._settings import ManagerSettings
+from memoryport.manager._slot import ProviderSlot
+from memoryport.manager._tools import (
+    CORE_TOOL_NAMES,
+    build_tool_table,
+    check_tool_names,
+    error_json,
+    normalize_schemas,
+    parse_tool_args,
+    result_to_json,
+)
+from memoryport.manager._workers import (
     BackgroundQueue,
     Lane,
     LoopThread,
@@ -41,16 +51,7 @@ from memoryport._workers import (
     run_with_deadline,
     timed,
 )
-from memoryport.health import CircuitBreaker, ProviderHealth
-from memoryport.hooks import inspect_provider
-from memoryport.provider import MemoryWriteSource
-from memoryport.tools import (
-    build_tool_table,
-    error_json,
-    normalize_schemas,
-    parse_tool_args,
-    result_to_json,
-)
+from memoryport.provider import MemoryWriteSource, is_builtin
 from memoryport.types import ContextPair, Message, ToolSchema
 
 __all__ = ["ManagerSettings", "MemoryManager"]
@@ -62,21 +63,6 @@ RESERVED_PROVIDER_NAMES = frozenset({"builtin", "sessions"})
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-@dataclass(frozen=True)
-class ManagerSettings:
-    """Deadlines and limits of the threading contract (seconds unless named otherwise)."""
-
-    prefetch_deadline_s: float = 5.0
-    pre_compress_deadline_s: float = 120.0
-    shutdown_deadline_s: float = 15.0
-    tool_deadline_s: float = 60.0
-    init_deadline_s: float = 30.0
-    max_external_providers: int = 1
-    breaker_threshold: int = 3
-    breaker_cooldown_s: float = 30.0
-    queue_maxsize: int = 10_000
 
 
 def _shutdown_at_exit(ref: weakref.ref[MemoryManager]) -> None:
@@ -97,6 +83,7 @@ class MemoryManager:
         self._tools: dict[str, ProviderSlot] | None = None
         self._schemas: list[ToolSchema] = []
         self._session_id = ""
+        self._reserved_tools = CORE_TOOL_NAMES
         self._shutdown = False
         self._turn_marks: dict[str, float] = {}
         self._queued_for: dict[str, str] = {}
@@ -463,11 +450,29 @@ class MemoryManager:
         )
 
     # ------------------------------------------------------------------ tools
+    @property
+    def reserved_tool_names(self) -> frozenset[str]:
+        """Tool names no external provider may register (core names plus reserved ones)."""
+        return self._reserved_tools
+
+    def reserve_tool_names(self, *names: str) -> None:
+        """Reserve tool names the caller serves itself (e.g. an agent's ``delegate_task``).
+
+        An external provider's tool with a reserved name is ignored (with a warning), so the
+        model never sees two tools with one name. Raises ValueError, changing nothing, when
+        a name is not a non-empty string.
+        """
+        extra = check_tool_names(names)
+        with self._lock:
+            if not extra <= self._reserved_tools:
+                self._reserved_tools = self._reserved_tools | extra
+                self._tools = None
+
     def _tool_table(self) -> dict[str, ProviderSlot]:
         with self._lock:
             if self._tools is None:
                 entries = [(s, s.name, s.builtin, self._load_schemas(s)) for s in self._slots]
-                self._tools, self._schemas = build_tool_table(entries)
+                self._tools, self._schemas = build_tool_table(entries, self._reserved_tools)
             return self._tools
 
     def _load_schemas(self, slot: ProviderSlot) -> list[ToolSchema]:
