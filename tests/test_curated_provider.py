@@ -245,7 +245,7 @@ def test_per_user_isolation_through_initialize(tmp_path: Path) -> None:
 
 
 def test_config_schema_validates(provider: BuiltinMemoryProvider) -> None:
-    from memoryport.config.fields import validate_config
+    from memoryport.config.schema import validate_config
 
     schema = provider.get_config_schema()
     assert {f["key"] for f in schema} == {

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memoryport.config.fields import validate_config
+from memoryport.config.schema import validate_config
 from memoryport.manager._hooks import inspect_provider
 from memoryport.provider import MemoryProvider
 from memoryport.types import InitContext

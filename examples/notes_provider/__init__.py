@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from memoryport.config.fields import ConfigField
+from memoryport.config.schema import ConfigField
 from memoryport.provider import MemoryProvider
 
 _ADD = {

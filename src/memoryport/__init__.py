@@ -25,7 +25,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ManagerSettings": ("memoryport.manager", "ManagerSettings"),
     "MemoryManager": ("memoryport.manager", "MemoryManager"),
     "MemoryProvider": ("memoryport.provider", "MemoryProvider"),
-    "validate_config": ("memoryport.config.fields", "validate_config"),
+    "validate_config": ("memoryport.config.schema", "validate_config"),
     "Turn": ("memoryport.turn", "Turn"),
     "InitContext": ("memoryport.types", "InitContext"),
 }
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from memoryport.aio import AsyncMemory, open_async
     from memoryport.api import CompressionResult, Memory
     from memoryport.api import open_memory as open
-    from memoryport.config.fields import validate_config
+    from memoryport.config.schema import validate_config
     from memoryport.errors import MemoryportError
     from memoryport.manager import ManagerSettings, MemoryManager
     from memoryport.provider import MemoryProvider

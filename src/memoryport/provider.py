@@ -8,7 +8,7 @@ Any hook may be written as ``async def``; the manager runs coroutine hooks on it
 event-loop thread. The manager inspects a provider once, when it is registered (which hooks
 it overrides, which are async, which signature variant each uses) and never per call; see
 ``memoryport.manager._hooks``. Settings schemas (``ConfigField``, ``validate_config``) live
-in ``memoryport.config.fields``.
+in ``memoryport.config.schema``.
 
 Threading contract (enforced by ``MemoryManager``, whatever the provider does):
 
@@ -34,7 +34,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from memoryport.config.fields import ConfigField
+from memoryport.config.schema import ConfigField
 from memoryport.types import Message, ToolSchema
 
 __all__ = [

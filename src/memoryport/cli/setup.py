@@ -29,7 +29,7 @@ from memoryport.config import (
     save_config,
     write_env,
 )
-from memoryport.config.fields import validate_config
+from memoryport.config.schema import validate_config
 from memoryport.errors import ConfigError, PluginError
 from memoryport.plugins import Discovery, ProviderInfo, discover, load
 from memoryport.provider import MemoryProvider

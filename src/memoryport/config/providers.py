@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memoryport.config.envfile import get_secret
-from memoryport.config.fields import validate_config
+from memoryport.config.schema import validate_config
 
 if TYPE_CHECKING:
     from memoryport.config import Config

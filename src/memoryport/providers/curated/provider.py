@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from memoryport.config.fields import ConfigField
+from memoryport.config.schema import ConfigField
 from memoryport.errors import ConfigError
 from memoryport.provider import MemoryProvider, MemoryWriteListener, mark_builtin
 from memoryport.providers.curated.store import (
