@@ -286,7 +286,7 @@ def _ranked_ids(
     return ranked + [(i, score) for i, score in more if i not in seen]
 
 
-SMALL_MATCH = 5000
+SMALL_MATCH = 1000
 """Chronological search sorts every match by time when a query matches at most this many
 messages; more frequent queries walk the ``messages_time`` index instead."""
 
@@ -331,24 +331,36 @@ def _walk_by_time(
     *,
     newest: bool,
 ) -> list[tuple[int, float]]:
+    """Walk messages by (timestamp, id) in chunks; keep those the index matches and the
+    scope allows. Without a session filter the walk reads only the ``messages_time``
+    index (it covers the id), and scope is checked for the matched rows alone."""
     op, direction = ("<", "DESC") if newest else (">", "ASC")
     where, params = scope
-    # a session filter is served by its own index; otherwise walk the time index
-    index = "" if "m.session_id IN" in where else " INDEXED BY messages_time"
-    sql = (
-        f"SELECT m.id, m.timestamp FROM messages m{index} JOIN sessions s ON s.id = m.session_id"
-        f" WHERE (m.timestamp, m.id) {op} (?, ?){where}"
-        f" ORDER BY m.timestamp {direction}, m.id {direction} LIMIT ?"
-    )
+    session_scoped = "m.session_id IN" in where
+    if session_scoped:  # a session filter is served by its own index
+        sql = (
+            "SELECT m.id, m.timestamp FROM messages m JOIN sessions s ON s.id = m.session_id"
+            f" WHERE (m.timestamp, m.id) {op} (?, ?){where}"
+            f" ORDER BY m.timestamp {direction}, m.id {direction} LIMIT ?"
+        )
+    else:
+        sql = (
+            "SELECT id, timestamp FROM messages INDEXED BY messages_time"
+            f" WHERE (timestamp, id) {op} (?, ?)"
+            f" ORDER BY timestamp {direction}, id {direction} LIMIT ?"
+        )
+        params = []
     bound = (float("inf"), 2**62) if newest else (float("-inf"), -1)
-    chunk = max(_CHUNK, need * 2)
+    chunk = max(_CHUNK, need * 4)  # time rows include non-matches: read ahead more
     kept: list[tuple[int, float]] = []
     while len(kept) < need:
         rows = conn.execute(sql, [*bound, *params, chunk]).fetchall()
         if not rows:
             break
         matched = _matching(conn, table, expr, [r[0] for r in rows])
-        kept.extend((r[0], 0.0) for r in rows if r[0] in matched)
+        ordered = [r[0] for r in rows if r[0] in matched]
+        keep = set(ordered) if session_scoped or not ordered else _filter(conn, ordered, scope)
+        kept.extend((i, 0.0) for i in ordered if i in keep)
         bound = (rows[-1][1], rows[-1][0])
         if len(rows) < chunk:
             break
