@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memoryport._shutdown import close_at_exit
+from memoryport._wiring import open_session_store, wire
 from memoryport.config import (
     Config,
     ensure_home,
@@ -31,15 +32,20 @@ from memoryport.config import (
     load_env_into_environ,
     resolve_home,
 )
-from memoryport.errors import ConfigError, MemoryportError, SessionNotFound, StoreError
+from memoryport.errors import MemoryportError, SessionNotFound, StoreError
 from memoryport.manager import ManagerSettings, MemoryManager
-from memoryport.providers.curated import BuiltinMemoryProvider, create_builtin_provider
-from memoryport.providers.sessions import create_sessions_provider
+from memoryport.providers.curated import BuiltinMemoryProvider
 from memoryport.storage.sessions.base import SessionStore, flatten_content, new_session_id
 from memoryport.turn import Turn, UserContent, clean_user_content
 from memoryport.types import ContextPair, InitContext, Message, ToolSchema
 
-__all__ = ["CompressionResult", "Memory", "SwitchReason", "open_memory"]
+__all__ = [
+    "CompressionResult",
+    "Memory",
+    "SwitchReason",
+    "open_memory",
+    "open_session_store",
+]
 
 log = logging.getLogger(__name__)
 
@@ -69,35 +75,6 @@ class CompressionResult:
     system_prompt: str
 
 
-def open_session_store(config: Config, home: Path, user_id: str | None) -> SessionStore:
-    """Open the configured session store backend (SQLite by default)."""
-    hidden = tuple(config.sessions.hidden_sources)
-    if config.sessions.backend == "postgres":
-        if not config.sessions.dsn:
-            raise ConfigError(
-                "sessions.backend is 'postgres' but sessions.dsn is empty; "
-                "set it with: memoryport config set sessions.dsn postgresql://..."
-            )
-        from memoryport.storage.sessions.postgres import PostgresSessionStore
-
-        return PostgresSessionStore(config.sessions.dsn, user_id=user_id, hidden_sources=hidden)
-    from memoryport.storage.sessions.sqlite import SQLiteSessionStore
-
-    return SQLiteSessionStore(home / "state.db", user_id=user_id, hidden_sources=hidden)
-
-
-def _load_external(config: Config, home: Path) -> Any | None:
-    name = config.memory.provider
-    if not name:
-        return None
-    from memoryport.plugins.loader import load
-
-    result = load(name, home)
-    if result.provider is None:
-        log.warning("memory provider %r could not be loaded: %s", name, result.error)
-    return result.provider
-
-
 def open_memory(
     home: str | Path | None = None,
     profile: str | None = None,
@@ -119,35 +96,20 @@ def open_memory(
     ensure_home(resolved)
     cfg = config or load_config(resolved)
     load_env_into_environ(resolved)
-    settings = manager_settings or ManagerSettings(
-        prefetch_deadline_s=cfg.memory.prefetch_deadline_s,
-        max_external_providers=cfg.memory.max_external_providers,
+    parts = wire(
+        resolved,
+        cfg,
+        user_id,
+        providers=providers,
+        manager_settings=manager_settings,
+        load_provider=load_provider,
     )
-    manager = MemoryManager(settings)
-    builtin: BuiltinMemoryProvider | None = None
-    if cfg.memory.memory_enabled or cfg.memory.user_profile_enabled:
-        builtin = create_builtin_provider(
-            resolved,
-            memory_char_limit=cfg.memory.memory_char_limit,
-            user_char_limit=cfg.memory.user_char_limit,
-            memory_enabled=cfg.memory.memory_enabled,
-            user_profile_enabled=cfg.memory.user_profile_enabled,
-            agent_notes=cfg.memory.agent_notes,
-            user_id=user_id or "",
-        )
-        manager.add_provider(builtin)
-    store = open_session_store(cfg, resolved, user_id)
-    manager.add_provider(create_sessions_provider(store))
-    external = [_load_external(cfg, resolved)] if load_provider else []
-    for provider in [*external, *providers]:
-        if provider is not None:
-            manager.add_provider(provider)
     return Memory(
         home=resolved,
         config=cfg,
-        manager=manager,
-        store=store,
-        curated=builtin,
+        manager=parts.manager,
+        store=parts.store,
+        curated=parts.curated,
         user_id=user_id,
         platform=platform,
     )
