@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -12,6 +13,7 @@ __all__ = [
     "JSONDict",
     "Message",
     "ToolSchema",
+    "flatten_content",
 ]
 
 JSONDict: TypeAlias = dict[str, Any]
@@ -86,3 +88,25 @@ class InitContext:
         kwargs.pop("hermes_home", None)
         fields = {k: kwargs.pop(k) for k in list(kwargs) if k in known}
         return cls(home=Path(home_value) if home_value else None, extra=kwargs, **fields)
+
+
+def flatten_content(content: Any) -> str:
+    """Turn message content (str, None, or a list of multimodal parts) into text.
+
+    A part's ``text`` is kept; a part without text becomes ``[type]`` (e.g. ``[image_url]``);
+    parts are joined with newlines. Anything else is ``str()``-ed.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping):
+                text = part.get("text")
+                parts.append(str(text) if text is not None else f"[{part.get('type', 'part')}]")
+            else:
+                parts.append(str(part))
+        return "\n".join(parts)
+    return str(content)

@@ -15,8 +15,7 @@ from collections.abc import Callable, Sequence
 
 from memoryport.agent.llm import ChatClient
 from memoryport.api import Memory
-from memoryport.storage.sessions.base import flatten_content
-from memoryport.types import Message
+from memoryport.types import Message, flatten_content
 
 __all__ = [
     "SUMMARY_PREFIX",

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from memoryport.api import Memory
 from memoryport.errors import MemoryportError
 
-if TYPE_CHECKING:
-    from memoryport.agent.loop import Agent
-
-__all__ = ["CHILD_BLOCKED_TOOLS", "DELEGATE_TASK_SCHEMA", "delegate_task"]
+__all__ = ["CHILD_BLOCKED_TOOLS", "DELEGATE_TASK_SCHEMA", "Delegator", "delegate_task"]
 
 log = logging.getLogger("memoryport.agent.delegate")
 
@@ -50,13 +48,37 @@ CHILD_BLOCKED_TOOLS = frozenset({"memory", "delegate_task"})
 """Tools a subagent never gets: curated-memory writes and further delegation."""
 
 
+class _Answer(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+class _Child(Protocol):
+    def run_turn(self, text: str) -> _Answer: ...
+
+    def close(self) -> None: ...
+
+
+class Delegator(Protocol):
+    """What ``delegate_task`` needs of the parent agent (``memoryport.agent.Agent`` fits).
+
+    A structural type, so this module does not import the agent loop that imports it.
+    """
+
+    memory: Memory
+
+    def spawn_child(self, memory: Memory) -> _Child:
+        """A subagent over ``memory`` whose turns answer the subtask."""
+        ...
+
+
 def _child_prompt(task: str, context: str) -> str:
     if not context:
         return task
     return f"{task}\n\nContext:\n{context}"
 
 
-def delegate_task(parent: Agent, args: Any) -> str:
+def delegate_task(parent: Delegator, args: Any) -> str:
     """Run the subtask described by ``args`` in a child agent; return a JSON tool result."""
     if not isinstance(args, dict) or not str(args.get("task") or "").strip():
         return json.dumps({"success": False, "error": "delegate_task needs a non-empty 'task'"})

@@ -32,6 +32,7 @@ from memoryport.storage.sessions.records import (
     MessageWindow,
     SessionRecord,
 )
+from memoryport.types import flatten_content
 
 __all__ = [
     "MESSAGE_COLUMNS",
@@ -197,24 +198,6 @@ def coerce_message(message: MessageInput | Mapping[str, Any]) -> MessageInput:
     metadata = dict(data.pop("metadata", None) or {})
     metadata.update(data)
     return MessageInput(role=role, metadata=metadata, **kwargs)
-
-
-def flatten_content(content: Any) -> str:
-    """Turn message content (str, None, or a list of multimodal parts) into text."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, Mapping):
-                text = part.get("text")
-                parts.append(str(text) if text is not None else f"[{part.get('type', 'part')}]")
-            else:
-                parts.append(str(part))
-        return "\n".join(parts)
-    return str(content)
 
 
 def check_session_fields(values: Mapping[str, Any]) -> None:
