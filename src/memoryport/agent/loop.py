@@ -95,6 +95,7 @@ class Agent:
 
     ``delegation`` offers the ``delegate_task`` tool; ``review`` enables the memory nudge
     (every ``memory.config.memory.nudge_interval`` turns, 0 disables it).
+    ``handle_sigterm`` (default True) closes the memory on SIGTERM (``Memory.close_on_sigterm``).
     """
 
     def __init__(
@@ -107,9 +108,12 @@ class Agent:
         delegation: bool = True,
         review: bool = True,
         blocked_tools: frozenset[str] = frozenset(),
+        handle_sigterm: bool = True,
     ) -> None:
         self.memory = memory
         memory.reserve_tool_names(DELEGATE_TASK_SCHEMA["name"])
+        if handle_sigterm:  # the reference agent owns its process: close memory on SIGTERM
+            memory.close_on_sigterm()
         self.client = client
         self.settings = settings or memory.config.agent
         self.source = source

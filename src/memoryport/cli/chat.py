@@ -229,7 +229,9 @@ def _build_agent(
     from memoryport.agent import Agent, ChatClient
     from memoryport.api import open_memory
 
-    memory = open_memory(get_home(home_ctx), "default", user_id, platform="cli")
+    memory = open_memory(
+        get_home(home_ctx), "default", user_id, platform="cli", handle_sigterm=True
+    )
     memory.provider_kwargs.update(  # what Hermes' CLI passes to providers' initialize
         warning_callback=_provider_warning, status_callback=_provider_status
     )
