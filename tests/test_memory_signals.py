@@ -34,14 +34,14 @@ SCRIPT = textwrap.dedent(
         def shutdown(self) -> None:
             with log.open("a") as f: f.write("shutdown\\n")
 
+    mode = sys.argv[3]
     memory = memoryport.open(sys.argv[2], config=Config(), providers=[Slow()],
-                             load_provider=False)
+                             load_provider=False, handle_sigterm=mode == "sigterm")
     memory.start_session(source="cli")
     for i in range(5):
         turn = memory.begin_turn(f"question {i}")
         memory.end_turn(turn, f"answer {i}")
-    mode = sys.argv[3]
-    if mode == "sigterm":
+    if mode.startswith("sigterm"):
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(30)
     """
@@ -66,3 +66,18 @@ def test_queued_syncs_survive_shutdown(tmp_path: Path, mode: str) -> None:
     assert lines[:5] == [f"sync question {i}" for i in range(5)]
     assert lines[5].startswith("end ") and lines[5] != "end 0"
     assert lines[6:] == ["shutdown"]
+
+
+def test_without_opt_in_sigterm_is_the_host_s(tmp_path: Path) -> None:
+    """A library installs no SIGTERM handler: the default action (death by signal) stands."""
+    script = tmp_path / "agent.py"
+    script.write_text(SCRIPT)
+    log = tmp_path / "log.txt"
+    proc = subprocess.run(
+        [sys.executable, str(script), str(log), str(tmp_path / "home"), "sigterm-default"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
+    assert "shutdown" not in (log.read_text() if log.exists() else "")

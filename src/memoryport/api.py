@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from memoryport._shutdown import close_at_exit
+from memoryport._shutdown import close_at_exit, close_on_sigterm
 from memoryport._wiring import open_session_store, wire
 from memoryport.config import (
     Config,
@@ -85,12 +85,15 @@ def open_memory(
     config: Config | None = None,
     manager_settings: ManagerSettings | None = None,
     load_provider: bool = True,
+    handle_sigterm: bool = False,
 ) -> Memory:
     """Build a ``Memory`` from ``<home>/config.yaml``: curated memory, sessions, providers.
 
     ``home``/``profile`` resolve like the CLI's (``MEMORYPORT_HOME``, ``--profile``).
     ``providers`` adds provider objects directly (for agents that construct their own);
-    ``load_provider=False`` skips the configured ``memory.provider`` plugin.
+    ``load_provider=False`` skips the configured ``memory.provider`` plugin. The memory is
+    closed at interpreter exit; ``handle_sigterm=True`` also closes it on SIGTERM (see
+    ``Memory.close_on_sigterm``; a library installs no signal handler by default).
     """
     resolved = resolve_home(home, profile)
     ensure_home(resolved)
@@ -104,7 +107,7 @@ def open_memory(
         manager_settings=manager_settings,
         load_provider=load_provider,
     )
-    return Memory(
+    memory = Memory(
         home=resolved,
         config=cfg,
         manager=parts.manager,
@@ -113,6 +116,9 @@ def open_memory(
         user_id=user_id,
         platform=platform,
     )
+    if handle_sigterm:
+        memory.close_on_sigterm()
+    return memory
 
 
 class Memory:
@@ -514,6 +520,17 @@ class Memory:
     def flush(self, timeout: float | None = None) -> int:
         """Wait for queued provider work (syncs, mirrors); returns items still pending."""
         return self._manager.flush(timeout)
+
+    def close_on_sigterm(self) -> bool:
+        """Opt in: close this memory on SIGTERM (queued syncs delivered, ``on_session_end``,
+        providers shut down), then run the previous handler or exit with status 143.
+
+        For programs that own their process (``memoryport chat``, the reference agent); a
+        library embedding memoryport should leave signals to its host. Returns False when
+        called off the main thread before any handler was installed (Python allows signal
+        handlers only there); the memory is still closed at interpreter exit.
+        """
+        return close_on_sigterm(self)
 
     def close(self, messages: Sequence[Message] | None = None) -> None:
         """End the session (``on_session_end``) and shut providers down. Idempotent."""

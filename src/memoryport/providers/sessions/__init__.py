@@ -1,8 +1,7 @@
 """The built-in ``sessions`` provider: exposes ``session_search`` over a ``SessionStore``.
 
-It never writes messages; the Memory API persists turns through the store directly
-(``provider.store.create_session`` / ``append_messages`` / ``end_session`` /
-``set_title``). It learns the live session id from ``initialize`` and
+It never writes messages and never closes the store: ``Memory`` owns the store, persists
+turns through it and closes it. It learns the live session id from ``initialize`` and
 ``on_session_switch`` (so recall skips the current lineage) and the user scope from the
 ``user_id`` initialize kwarg.
 """
@@ -92,13 +91,6 @@ class SessionSearchProvider(MemoryProvider):
     ) -> None:
         """Track the new live session id."""
         self.session_id = new_session_id
-
-    def shutdown(self) -> None:
-        """Close the store (idempotent, never raises)."""
-        try:
-            self.store.close()
-        except Exception:
-            log.debug("closing the session store failed", exc_info=True)
 
 
 def create_sessions_provider(store: SessionStore) -> SessionSearchProvider:
