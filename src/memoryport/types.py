@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -12,7 +12,9 @@ __all__ = [
     "InitContext",
     "JSONDict",
     "Message",
+    "SessionContext",
     "ToolSchema",
+    "alias_home",
     "flatten_content",
 ]
 
@@ -29,12 +31,25 @@ ContextPair: TypeAlias = tuple[str, str]
 """A ``(label, text)`` pair of recalled context from one provider."""
 
 
-@dataclass(frozen=True)
-class InitContext:
-    """The documented keyword arguments that ``MemoryProvider.initialize`` receives.
+def alias_home(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with ``home`` and ``hermes_home`` set to the same string (whichever was
+    given, ``home`` first); unchanged when neither is. The one place the alias is made."""
+    out = dict(kwargs)
+    home = out.get("home") or out.get("hermes_home")
+    if home:
+        out["home"] = out["hermes_home"] = str(home)
+    return out
 
-    ``to_kwargs()`` produces the dict handed to providers. ``hermes_home`` is always set
-    to the same value as ``home`` so providers written for Hermes find their storage root.
+
+@dataclass(frozen=True)
+class SessionContext:
+    """The one session context: who, where and which session. ``Memory`` owns it (frozen;
+    a new one is made at every switch) and the manager passes it with every hook.
+
+    A hook that declares a ``context`` parameter receives this object; every other hook
+    gets the Hermes keywords it accepts instead (``session_id=...``; ``initialize`` gets
+    ``to_kwargs()``, where ``hermes_home`` is always the same as ``home``, so providers
+    written for Hermes find their storage root).
 
     Attributes:
         home: profile-scoped home directory; providers must keep their data under it.
@@ -48,6 +63,8 @@ class InitContext:
         gateway_session_key: the gateway's own key for the conversation.
         agent_context: ``primary`` (default), ``subagent``, ``cron`` or ``flush``;
             providers should skip writes for non-primary contexts.
+        session_id: the live session ("" before a session starts); ``initialize`` and
+            ``on_session_switch`` also receive it positionally.
         extra: any other keyword arguments, passed through unchanged.
     """
 
@@ -63,31 +80,49 @@ class InitContext:
     thread_id: str = ""
     gateway_session_key: str = ""
     agent_context: str = "primary"
+    session_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_kwargs(self) -> dict[str, Any]:
         """Return the ``initialize`` kwargs: ``home`` as str plus ``hermes_home``, ``platform``,
         ``agent_context``, and every other field that is set (empty ones are left out, as
-        Hermes does, so providers see only what is known)."""
+        Hermes does, so providers see only what is known). ``session_id`` is not among
+        them: ``initialize`` takes it positionally."""
         values = asdict(self)
         extra = values.pop("extra")
         home = values.pop("home")
+        values.pop("session_id")
         always = ("platform", "agent_context")
         kwargs: dict[str, Any] = {k: v for k, v in values.items() if v or k in always}
         if home is not None:
             kwargs["home"] = str(home)
-            kwargs["hermes_home"] = str(home)
         kwargs.update(extra)
-        return kwargs
+        return alias_home(kwargs)
 
     @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> InitContext:
+    def from_kwargs(cls, session_id: str = "", **kwargs: Any) -> SessionContext:
         """Build from ``initialize`` kwargs; ``hermes_home`` is accepted as an alias of ``home``."""
-        known = {f for f in cls.__dataclass_fields__ if f not in ("extra", "home")}
-        home_value = kwargs.pop("home", None) or kwargs.pop("hermes_home", None)
+        known = {f for f in cls.__dataclass_fields__ if f not in ("extra", "home", "session_id")}
+        kwargs = alias_home(kwargs)
+        home_value = kwargs.pop("home", None)
         kwargs.pop("hermes_home", None)
         fields = {k: kwargs.pop(k) for k in list(kwargs) if k in known}
-        return cls(home=Path(home_value) if home_value else None, extra=kwargs, **fields)
+        return cls(
+            home=Path(home_value) if home_value else None,
+            session_id=session_id,
+            extra=kwargs,
+            **fields,
+        )
+
+    def switched(self, session_id: str, parent_session_id: str = "") -> SessionContext:
+        """This context for another session (``parent_session_id`` for a linked one)."""
+        return replace(
+            self, session_id=session_id, parent_session_id=parent_session_id, session_title=""
+        )
+
+
+InitContext = SessionContext
+"""The former name of :class:`SessionContext` (the ``initialize`` keywords)."""
 
 
 def flatten_content(content: Any) -> str:

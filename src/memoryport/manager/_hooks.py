@@ -71,6 +71,8 @@ class BoundHook:
         is_async: True when the hook is ``async def``; ``call`` then returns a coroutine.
         n_positional: how many of the canonical positional arguments the function takes.
         keywords: keyword names it accepts (``None`` means any, through ``**kwargs``).
+        wants_context: True when it declares a ``context`` parameter: it then receives the
+            ``SessionContext``; other hooks never see it (Hermes-shaped keywords only).
     """
 
     name: str
@@ -79,6 +81,7 @@ class BoundHook:
     is_async: bool
     n_positional: int
     keywords: frozenset[str] | None
+    wants_context: bool = False
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Call the hook with the canonical arguments, dropping what it does not accept."""
@@ -92,6 +95,8 @@ class BoundHook:
             kwargs.setdefault(extra_name, extra_value)
         if self.keywords is not None:
             kwargs = {k: v for k, v in kwargs.items() if k in self.keywords}
+        elif not self.wants_context:
+            kwargs.pop("context", None)
         return self.function(*positional, **kwargs)
 
 
@@ -151,6 +156,7 @@ def _bind(provider: Any, hook: str) -> BoundHook:
         is_async=inspect.iscoroutinefunction(function),
         n_positional=n_positional,
         keywords=keywords,
+        wants_context=any(p.name == "context" and p.kind in _KEYWORD_KINDS for p in params),
     )
 
 
