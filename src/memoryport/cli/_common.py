@@ -37,7 +37,6 @@ __all__ = [
     "load_config_or_defaults",
     "load_home_env",
     "make_console",
-    "mask",
     "plural",
     "print_table",
 ]
@@ -169,11 +168,6 @@ def load_config_or_defaults(home: Path) -> Config:
         return Config()
 
 
-def mask(value: Any) -> str:
-    """How a secret is shown: ``set`` or ``missing``, never its value."""
-    return "set" if value not in (None, "") else "missing"
-
-
 @contextlib.contextmanager
 def _config_warnings_once() -> Iterator[None]:
     """Show each distinct ``ConfigWarning`` once, as a plain line on stderr."""
@@ -212,7 +206,7 @@ class MemoryportGroup(click.Group):
                 raise click.ClickException(str(exc)) from exc
 
     def _provider_command(self, ctx: click.Context) -> click.Command | None:
-        from memoryport.plugins.commands import active_provider_command
+        from memoryport.admin.providers import active_provider_command
 
         try:
             home = resolve_home(ctx.params.get("home"), ctx.params.get("profile"))

@@ -8,13 +8,13 @@ secret (by the provider's schema or by name, e.g. ``api_key``) show as ``***`` i
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 import yaml
 
+from memoryport.admin.providers import discover, secret_fields
 from memoryport.cli._common import echo_json, get_home, json_option
 from memoryport.config import (
     config_path,
@@ -38,20 +38,6 @@ def _render(value: Any) -> str:
     return str(value)
 
 
-def _secret_specs(home: Path) -> dict[str, dict[str, Mapping[str, Any]]]:
-    """Secret fields each installed provider declares in its manifest (nothing is imported)."""
-    from memoryport.plugins.discovery import discover
-
-    try:
-        found = discover(home)
-    except Exception:  # a broken plugin directory must not hide the masking by name
-        return {}
-    return {
-        name: {str(spec["key"]): spec for spec in info.manifest.config if spec.get("secret")}
-        for name, info in found.providers.items()
-    }
-
-
 def _masked(home: Path, dotted: str, value: Any) -> Any:
     """``value`` of ``dotted`` as it may be shown: secrets become ``***``."""
     section, _, key = dotted.partition(".")
@@ -59,7 +45,7 @@ def _masked(home: Path, dotted: str, value: Any) -> Any:
         return mask_dsn(value)
     if section in ("memory", "sessions", "agent") or value in (None, ""):
         return value
-    if looks_secret(key) or key in _secret_specs(home).get(section, {}):
+    if looks_secret(key) or key in secret_fields(home).get(section, {}):
         return HIDDEN
     return value
 
@@ -88,7 +74,7 @@ def get_command(key: str, as_json: bool) -> None:
 def _refuse_schema_secret(home: Path, key: str) -> None:
     """A field the provider marks secret belongs in .env, not in config.yaml."""
     section, _, field = key.partition(".")
-    spec = _secret_specs(home).get(section, {}).get(field)
+    spec = secret_fields(home).get(section, {}).get(field)
     if spec is None:
         return
     env_var = provider_env_var(section, spec)
@@ -123,8 +109,6 @@ def set_command(key: str, value: str) -> None:
 
 def _warn_if_not_installed(home: Path, name: str) -> None:
     """Warn when the newly selected provider is not installed (discovery imports nothing)."""
-    from memoryport.plugins.discovery import discover
-
     found = discover(home)
     if found.get(name) is None:
         known = ", ".join(sorted(found.providers)) or "none"
@@ -158,7 +142,7 @@ def show_command(as_json: bool) -> None:
     Secrets (a password in sessions.dsn, provider keys) are shown as ***.
     """
     home = get_home()
-    secret_keys = {name: set(specs) for name, specs in _secret_specs(home).items()}
+    secret_keys = {name: set(specs) for name, specs in secret_fields(home).items()}
     data = mask_config(load_config(home).to_dict(), secret_keys)
     if as_json:
         echo_json(data)

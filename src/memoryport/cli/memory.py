@@ -1,11 +1,12 @@
 """``memoryport memory``: list and edit curated memory (``MEMORY.md`` / ``USER.md``).
 
-Writes (``add``, ``replace``, ``remove``) go through the public API exactly like the model's
-``memory`` tool: ``memoryport.open(...)`` then ``Memory.call_tool("memory", ...)``, so the
-scan, budget, drift guard and the active provider's ``on_memory_write`` all apply. Reads
-(``list``, ``path``) open the files directly and still work, with a warning, when
-``config.yaml`` is invalid. Refused writes exit with status 1 and a message on stderr (or a
-JSON object on stdout with ``--json``); nothing is changed.
+Writes (``add``, ``replace``, ``remove``, and the checked ``edit``) go through the public
+API exactly like the model's ``memory`` tool (:mod:`memoryport.admin.curated`:
+``memoryport.open(...)``, then ``Memory.call_tool("memory", ...)`` or the built-in
+provider's whole-file save), so the scan, budget, drift guard and every provider's
+``on_memory_write`` apply. Reads (``list``, ``path``) open the files directly and still
+work, with a warning, when ``config.yaml`` is invalid. Refused writes exit with status 1
+and a message on stderr (or a JSON object on stdout with ``--json``); nothing is changed.
 """
 
 from __future__ import annotations
@@ -18,65 +19,21 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from memoryport.cli._common import get_home, home_option, is_terminal, make_console, plural
-from memoryport.config import MemorySettings, load_config
+from memoryport.admin.curated import call_memory_tool, target_info, target_paths
+from memoryport.cli._common import get_home, is_terminal, make_console, plural
+from memoryport.cli.memory_common import TARGETS, open_store, store_options
+from memoryport.cli.memory_edit import edit_command
 from memoryport.display import printable
 from memoryport.errors import MemoryportError
-from memoryport.providers.curated.store import CuratedMemory
 
-__all__ = ["memory_group", "open_store", "store_options"]
+__all__ = ["memory_group"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-_TARGETS = click.Choice(["memory", "user"])
-
-
-def store_options(func: _F) -> _F:
-    """``--home`` and ``--user``, shared by every command of the group."""
-    func = click.option(
-        "--user",
-        "user_id",
-        default="",
-        metavar="USER_ID",
-        help="Use this user's own files (memories/users/<id>/).",
-    )(func)
-    return home_option(func)
+_TARGETS = TARGETS
 
 
 def _json_flag(func: _F) -> _F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
-
-
-def open_store(home: Path | None, user_id: str, *, degrade: bool = False) -> CuratedMemory:
-    """Open the store with the limits and switches from ``<home>/config.yaml``.
-
-    ``home`` is this command's ``--home``; without it the root ``memoryport --home/--profile``
-    choice (or ``$MEMORYPORT_HOME``, or ``~/.memoryport``) applies. With ``degrade`` (read
-    commands) an invalid ``config.yaml`` gives a warning and the default settings.
-    """
-    resolved = get_home(None, home)
-    try:
-        settings = load_config(resolved).memory
-    except (MemoryportError, ValueError, OSError) as exc:
-        if not degrade:
-            raise click.ClickException(str(exc)) from exc
-        click.echo(
-            f"warning: {printable(str(exc))}\nwarning: config.yaml could not be read; showing "
-            "memory with the default settings (fix it with `memoryport config show`).",
-            err=True,
-        )
-        settings = MemorySettings()
-    try:
-        return CuratedMemory(
-            resolved,
-            user_id=user_id,
-            memory_char_limit=settings.memory_char_limit,
-            user_char_limit=settings.user_char_limit,
-            memory_enabled=settings.memory_enabled,
-            user_profile_enabled=settings.user_profile_enabled,
-            agent_notes=settings.agent_notes,
-        )
-    except (MemoryportError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
 
 
 def _error_lines(payload: dict[str, Any]) -> str:
@@ -114,26 +71,11 @@ def _read_content(content: str, as_json: bool) -> str:
         )
 
 
-def _call_memory_tool(home: Path | None, user_id: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Run one ``memory`` tool call through ``memoryport.open`` (providers see the write)."""
-    from memoryport.api import open_memory
-
-    resolved = get_home(None, home)
-    memory = open_memory(resolved, user_id=user_id or None, platform="cli")
-    try:
-        memory.start_session(source="cli")
-        text = memory.call_tool("memory", args, source="cli")
-    finally:
-        memory.close()
-    result: dict[str, Any] = json.loads(text)
-    return result
-
-
 def _write(
     home: Path | None, user_id: str, as_json: bool, action: str, args: dict[str, Any]
 ) -> None:
     try:
-        payload = _call_memory_tool(home, user_id, {"action": action, **args})
+        payload = call_memory_tool(get_home(None, home), user_id, {"action": action, **args})
     except (MemoryportError, ValueError, OSError) as exc:
         _fail(f"{exc}. Nothing was written.", as_json)
     payload["action"] = action
@@ -147,19 +89,6 @@ def _write(
         return
     count = plural(int(payload.get("entry_count", 0)), "entry")
     click.echo(f"{payload['message']} {payload['target']}: {payload['usage']}, {count}")
-
-
-def _target_info(store: CuratedMemory, target: str) -> dict[str, Any]:
-    entries = store.entries(target)
-    return {
-        "target": target,
-        "path": str(store.path(target)),
-        "enabled": store.is_enabled(target),
-        "entries": entries,
-        "entry_count": len(entries),
-        "usage": store.usage(target).to_dict(),
-        "blocked": {str(i + 1): ids for i, ids in store.blocked(target).items()},
-    }
 
 
 def _print_plain(info: dict[str, Any]) -> None:
@@ -212,7 +141,7 @@ def list_command(home: Path | None, user_id: str, target: str | None, as_json: b
     """
     store = open_store(home, user_id, degrade=True)
     try:
-        infos = [_target_info(store, name) for name in ([target] if target else store.targets)]
+        infos = [target_info(store, name) for name in ([target] if target else store.targets)]
     except MemoryportError as exc:
         raise click.ClickException(printable(str(exc))) from exc
     if as_json:
@@ -270,7 +199,7 @@ def remove_command(
 def path_command(home: Path | None, user_id: str, target: str | None, as_json: bool) -> None:
     """Print the file path of each target (the files may not exist yet)."""
     store = open_store(home, user_id, degrade=True)
-    paths = {name: str(store.path(name)) for name in ([target] if target else store.targets)}
+    paths = target_paths(store, target)
     if as_json:
         click.echo(json.dumps(paths))
     elif target:
@@ -280,10 +209,4 @@ def path_command(home: Path | None, user_id: str, target: str | None, as_json: b
             click.echo(f"{name}: {printable(path)}")
 
 
-def _register_edit() -> None:
-    from memoryport.cli.memory_edit import edit_command
-
-    memory_group.add_command(edit_command)
-
-
-_register_edit()
+memory_group.add_command(edit_command)

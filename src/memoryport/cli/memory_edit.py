@@ -1,10 +1,12 @@
 """``memoryport memory edit``: fix ``MEMORY.md`` / ``USER.md`` by hand, checked on save.
 
 The file is copied to a private temporary file, ``$VISUAL``/``$EDITOR`` opens it, and the
-saved text is checked (:meth:`CuratedMemory.review`): no entry larger than the whole budget,
-the file within budget, no new or changed entry that fails the safety scan. When the check
-fails nothing is written, every problem is shown and the edited text is kept. A file that
-another writer changed meanwhile is never overwritten.
+saved text is checked (:func:`memoryport.admin.curated.review_edit`): no entry larger than
+the whole budget, the file within budget, no new or changed entry that fails the safety
+scan. When the check fails nothing is written, every problem is shown and the edited text
+is kept. A file that another writer changed meanwhile is never overwritten. The save goes
+through ``memoryport.open()`` like a tool write: every provider's ``on_memory_write`` gets
+each removed entry as ``remove`` and each new one as ``add`` (``source`` ``cli``).
 """
 
 from __future__ import annotations
@@ -17,12 +19,11 @@ from pathlib import Path
 
 import click
 
-from memoryport.cli._common import plural
-from memoryport.cli.memory import open_store, store_options
+from memoryport.admin.curated import CuratedMemory, review_edit, save_edit
+from memoryport.cli._common import get_home, plural
+from memoryport.cli.memory_common import TARGETS, open_store, store_options
 from memoryport.display import printable
 from memoryport.errors import MemoryportError
-from memoryport.providers.curated.store import CuratedMemory
-from memoryport.storage.markdown import parse_entries
 
 __all__ = ["edit_command"]
 
@@ -66,7 +67,7 @@ def _check(store: CuratedMemory, target: str, work: Path, original: str) -> list
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"  - the file is not valid UTF-8 (byte offset {exc.start})"
-    review = store.review(target, text, parse_entries(original))
+    review = review_edit(store, target, text, original)
     for note in review.notes:
         click.echo(f"note: {printable(note)}", err=True)
     if not review.problems:
@@ -79,8 +80,7 @@ def _interactive() -> bool:
 
 
 @click.command("edit")
-@click.option("--target", type=click.Choice(["memory", "user"]), default="memory",
-              show_default=True)  # fmt: skip
+@click.option("--target", type=TARGETS, default="memory", show_default=True)
 @store_options
 def edit_command(home: Path | None, user_id: str, target: str) -> None:
     """Edit the target's file in $EDITOR; it is checked when you save.
@@ -112,7 +112,7 @@ def edit_command(home: Path | None, user_id: str, target: str) -> None:
             f"{path}, or run `memoryport memory edit` again."
         )
     try:
-        result = store.rewrite(target, checked, expected_raw=original)
+        result = save_edit(get_home(None, home), user_id, target, checked, expected_raw=original)
     except MemoryportError as exc:
         raise click.ClickException(
             f"{printable(str(exc))} Your edited text is kept at {work}."

@@ -6,10 +6,9 @@ from typing import Any
 
 import click
 
+from memoryport.admin.providers import describe, discover
 from memoryport.cli._common import echo_json, get_home, json_option, print_table
 from memoryport.config import load_config
-from memoryport.errors import PluginError
-from memoryport.plugins import discover, load
 
 __all__ = ["providers_group"]
 
@@ -54,13 +53,6 @@ def list_command(as_json: bool) -> None:
         click.echo(f"warning: {problem}", err=True)
 
 
-def _fields_from(provider: Any) -> list[dict[str, Any]]:
-    try:
-        return list(provider.get_config_schema() or [])
-    except Exception as exc:  # the schema is advisory here
-        return [{"key": "?", "description": f"get_config_schema() failed: {exc}"}]
-
-
 @providers_group.command("show")
 @click.argument("name")
 @click.option("--check", is_flag=True, help="Also import it: availability, tools, config schema.")
@@ -74,21 +66,7 @@ def show_command(name: str, check: bool, as_json: bool) -> None:
     if name.lower() in BUILTIN_NAMES:
         _show_builtin(as_json)
         return
-    found = discover(home)
-    info = found.get(name)
-    if info is None:
-        installed = ", ".join(found.providers) or "none"
-        raise PluginError(f"provider {name!r} is not installed (installed: {installed})")
-    data: dict[str, Any] = info.to_dict()
-    if check:
-        result = load(name, home, discovery=found)
-        data["loaded"] = result.ok
-        data["error"] = result.traceback or result.error
-        if result.provider is not None:
-            provider = result.provider
-            data["available"] = bool(provider.is_available())
-            data["config_schema"] = _fields_from(provider)
-            data["tools"] = [s.get("name") for s in provider.get_tool_schemas() or []]
+    data = describe(name, home, check=check)
     if as_json:
         echo_json(data)
     else:

@@ -14,6 +14,12 @@ from typing import Any, cast
 
 import click
 
+from memoryport.admin.sessions import (
+    SortOrder,
+    all_sessions,
+    message_text,
+    readable_snippet,
+)
 from memoryport.cli._common import Column, echo_json, plural, print_table
 from memoryport.cli.sessions_common import (
     open_store,
@@ -29,29 +35,17 @@ from memoryport.cli.sessions_io import (
     rebuild_index_command,
 )
 from memoryport.display import printable
-from memoryport.storage.sessions.base import SessionStore, SessionSummary, SortOrder
-from memoryport.storage.sessions.render import message_text, readable_snippet
 
 __all__ = ["sessions_group"]
 
 _MAX_LIST = 10_000
 _MAX_SEARCH = 1_000
-_PAGE = 1_000
 _MAX_ID = 2**63 - 1
 
 
 @click.group("sessions")
 def sessions_group() -> None:
     """Conversation history: list, search, show, export, import, prune, forget, rebuild-index."""
-
-
-def _all_sessions(store: SessionStore, **filters: Any) -> list[SessionSummary]:
-    rows: list[SessionSummary] = []
-    while True:
-        page = store.list_sessions(limit=_PAGE, offset=len(rows), **filters)
-        rows.extend(page)
-        if len(page) < _PAGE:
-            return rows
 
 
 @sessions_group.command("list")
@@ -83,7 +77,7 @@ def list_command(
     }
     with open_store(home, user_id) as store:
         if show_all:
-            rows = _all_sessions(store, **filters)
+            rows = all_sessions(store, **filters)
         else:
             rows = store.list_sessions(limit=limit, **filters)
     if as_json:

@@ -12,10 +12,11 @@ from typing import Any, TypeVar
 
 import click
 
+from memoryport.admin import sessions as admin_sessions
+from memoryport.admin.sessions import Progress, SessionStore
 from memoryport.cli._common import get_home, home_option, load_home_env
 from memoryport.display import printable
-from memoryport.errors import MemoryportError, SessionNotFound
-from memoryport.storage.sessions.base import Progress, SessionStore
+from memoryport.errors import MemoryportError
 
 __all__ = [
     "DURATION",
@@ -41,15 +42,12 @@ def session_options(func: _F) -> _F:
 @contextmanager
 def open_store(home: Path | None, user_id: str) -> Iterator[SessionStore]:
     """The configured session store; a ``MemoryportError`` becomes a one-line exit 1."""
-    from memoryport.api import open_session_store
-    from memoryport.config import load_config
-
     try:
         resolved = get_home(None, home)
         ctx = click.get_current_context(silent=True)
         if home is not None and ctx is not None:
             load_home_env(ctx, resolved)  # the root loaded the root home's .env
-        store = open_session_store(load_config(resolved), resolved, user_id or None)
+        store = admin_sessions.open_store(resolved, user_id or None)
     except MemoryportError as exc:
         raise click.ClickException(str(exc)) from exc
     try:
@@ -62,10 +60,8 @@ def open_store(home: Path | None, user_id: str) -> Iterator[SessionStore]:
 
 def require_session(store: SessionStore, session_id: str) -> None:
     """Exit 1 with ``no session 'ID'`` unless the session exists (for this user)."""
-    try:
-        store.get_session(session_id)
-    except SessionNotFound:
-        raise click.ClickException(f"no session {printable(session_id)!r}") from None
+    if not admin_sessions.session_exists(store, session_id):
+        raise click.ClickException(f"no session {printable(session_id)!r}")
 
 
 def when(ts: float | None) -> str:

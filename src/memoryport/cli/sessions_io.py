@@ -11,10 +11,11 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, cast
 
 import click
 
+from memoryport.admin.sessions import OnConflict, export, rebuild_and_verify
 from memoryport.cli._common import echo_json, plural
 from memoryport.cli.sessions_common import (
     DURATION,
@@ -26,7 +27,6 @@ from memoryport.cli.sessions_common import (
     when,
 )
 from memoryport.errors import MemoryportError
-from memoryport.storage.sessions.base import Progress
 
 __all__ = ["export_command", "import_command", "prune_command", "rebuild_index_command"]
 
@@ -59,19 +59,6 @@ def _output(path: Path) -> Iterator[IO[str]]:
             os.unlink(temp)
 
 
-class _Counter:
-    """Chains to the progress bar and remembers how many messages were exported."""
-
-    def __init__(self, bar: Progress | None) -> None:
-        self.bar = bar
-        self.messages = 0
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        self.messages = done
-        if self.bar is not None:
-            self.bar(phase, done, total)
-
-
 @click.command("export")
 @session_options
 @click.option("--session", "session_ids", multiple=True, help="Only these sessions.")
@@ -93,13 +80,11 @@ def export_command(
         for session_id in session_ids:
             require_session(store, session_id)
         with progress_bar() as bar, _output(output) as out:
-            counter = _Counter(bar)
-            lines = store.export_jsonl(out, session_ids=session_ids or None, progress=counter)
-    sessions = lines - 1 - counter.messages
+            counts = export(store, out, session_ids=session_ids, progress=bar)
     where = "stdout" if str(output) == "-" else str(output)
     click.echo(
-        f"exported {plural(sessions, 'session')} ({plural(counter.messages, 'message')}) "
-        f"to {where}",
+        f"exported {plural(counts.sessions, 'session')} "
+        f"({plural(counts.messages, 'message')}) to {where}",
         err=True,
     )
 
@@ -137,7 +122,7 @@ def import_command(
         try:
             with progress_bar() as bar:
                 report = store.import_jsonl(
-                    stream, on_conflict=cast(Any, on_conflict), progress=bar
+                    stream, on_conflict=cast(OnConflict, on_conflict), progress=bar
                 )
         except MemoryportError as exc:
             raise click.ClickException(f"{name}: {exc}; nothing was imported") from exc
@@ -163,12 +148,7 @@ def import_command(
 def rebuild_index_command(home: Path | None, user_id: str, as_json: bool) -> None:
     """Rebuild the full-text indexes from the stored messages, then verify them."""
     with open_store(home, user_id) as store, progress_bar() as bar:
-        store.rebuild_index(progress=bar)
-        if bar is not None:
-            bar("verifying", 0, 1)
-        store.check_index()
-        if bar is not None:
-            bar("verifying", 1, 1)
+        rebuild_and_verify(store, progress=bar)
     if as_json:
         echo_json({"rebuilt": True, "verified": True})
         return

@@ -17,6 +17,13 @@ from typing import Any
 
 import click
 
+from memoryport.admin.providers import (
+    Discovery,
+    ProviderInfo,
+    config_schema,
+    discover,
+    load,
+)
 from memoryport.cli._common import get_home, load_home_env
 from memoryport.config import (
     coerce,
@@ -31,7 +38,6 @@ from memoryport.config import (
 )
 from memoryport.config.schema import validate_config
 from memoryport.errors import ConfigError, PluginError
-from memoryport.plugins import Discovery, ProviderInfo, discover, load
 from memoryport.provider import MemoryProvider
 
 __all__ = ["setup_command"]
@@ -210,13 +216,6 @@ def _pick(found: Discovery, current: str) -> str:
     return "" if choice == 0 else names[choice - 1]
 
 
-def _schema(provider: MemoryProvider, info: ProviderInfo) -> list[dict[str, Any]]:
-    # Optional hooks may be absent on providers that only match the shape.
-    get_schema = getattr(provider, "get_config_schema", None)
-    schema = [dict(s) for s in (get_schema() if callable(get_schema) else None) or []]
-    return schema or [dict(s) for s in info.manifest.config]
-
-
 def _overrides_post_setup(provider: Any) -> bool:
     method = getattr(type(provider), "post_setup", None)
     return callable(method) and method is not MemoryProvider.post_setup
@@ -270,7 +269,7 @@ def setup_command(provider: str | None, sets: tuple[str, ...], yes: bool, no_ins
         _activate(home, provider)
         click.echo(f"Activated {provider!r} ({config_path(home)}).")
         return
-    schema = _schema(instance, info)
+    schema = config_schema(instance, info)
     values, secrets = _collect(provider, schema, sets_map, home, interactive=not yes)
     _validate(provider, schema, values, secrets, home)
     if secrets:

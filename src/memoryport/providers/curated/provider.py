@@ -20,6 +20,7 @@ from memoryport.providers.curated.store import (
     DEFAULT_USER_CHAR_LIMIT,
     Change,
     CuratedMemory,
+    WriteResult,
 )
 from memoryport.providers.curated.tool import (
     MEMORY_TOOL_NAME,
@@ -127,6 +128,28 @@ class BuiltinMemoryProvider(MemoryProvider):
             for change in outcome.result.changes:
                 self._notify(change, kwargs)
         return outcome.text
+
+    def rewrite(
+        self, target: str, entries: list[str], *, expected_raw: str, source: str = "memory_edit"
+    ) -> WriteResult:
+        """Save a whole-file edit (``memoryport memory edit``) and report it like a tool write.
+
+        ``entries`` were reviewed against ``expected_raw`` (``CuratedMemory.review``); see
+        ``CuratedMemory.rewrite`` for the checks. Each removed entry reaches the write
+        listener as a ``remove`` and each new one as an ``add`` (``source`` in the metadata).
+        ``ConfigError`` when no home is known; ``MemoryStoreError`` (nothing written) when
+        the target is disabled or the file changed meanwhile.
+        """
+        store = self.store
+        if store is None:
+            raise ConfigError("The builtin memory provider needs a home directory (home=...).")
+        result = store.rewrite(target, entries, expected_raw=expected_raw)
+        for change in result.changes:
+            removed = change.content if change.action == "remove" else ""
+            # A removed entry was matched whole: it is its own old_text and previous text.
+            full = Change(change.action, change.target, change.content, removed, removed)
+            self._notify(full, {"source": source})
+        return result
 
     def system_prompt_block(self) -> str:
         """The snapshot frozen at ``initialize`` (or the last ``rebuild_snapshot``)."""

@@ -1,0 +1,182 @@
+"""Curated memory (``MEMORY.md`` / ``USER.md``) for shells: read it, and change it the way
+the model's ``memory`` tool does.
+
+Reads (``open_curated``, ``target_info``, ``usage_summary``) open the files directly with
+the limits from ``config.yaml``, so listings work without starting any provider. Every
+change goes through ``memoryport.open()``: ``call_memory_tool`` runs the ``memory`` tool
+and ``save_edit`` saves a reviewed whole-file edit through the built-in provider, so the
+scan, the budget, the drift guard and every provider's ``on_memory_write`` apply to both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memoryport.config import MemorySettings, load_config
+from memoryport.errors import MemoryportError, MemoryStoreError
+from memoryport.providers.curated.editor import FileReview
+from memoryport.providers.curated.store import CuratedMemory, WriteResult
+from memoryport.storage.markdown import parse_entries
+
+if TYPE_CHECKING:
+    from memoryport.api import Memory
+
+__all__ = [
+    "CuratedMemory",
+    "FileReview",
+    "WriteResult",
+    "call_memory_tool",
+    "memory_settings",
+    "open_curated",
+    "review_edit",
+    "save_edit",
+    "target_info",
+    "target_paths",
+    "usage_summary",
+]
+
+SOURCE = "cli"
+"""The ``source`` shell writes report in ``on_memory_write`` metadata by default."""
+
+
+def memory_settings(home: Path) -> MemorySettings:
+    """The ``memory`` section of ``<home>/config.yaml`` (``ConfigError`` when invalid)."""
+    return load_config(home).memory
+
+
+def open_curated(
+    home: Path, user_id: str = "", settings: MemorySettings | None = None
+) -> CuratedMemory:
+    """The curated-memory files of ``home`` (``user_id``'s own with a user id), for reading.
+
+    ``settings`` defaults to ``config.yaml``'s; pass ``MemorySettings()`` to read with the
+    defaults when the config is broken. ``MemoryportError``/``ValueError`` for a bad user id.
+    """
+    chosen = settings if settings is not None else memory_settings(home)
+    return CuratedMemory(
+        home,
+        user_id=user_id,
+        memory_char_limit=chosen.memory_char_limit,
+        user_char_limit=chosen.user_char_limit,
+        memory_enabled=chosen.memory_enabled,
+        user_profile_enabled=chosen.user_profile_enabled,
+        agent_notes=chosen.agent_notes,
+    )
+
+
+def target_info(store: CuratedMemory, target: str) -> dict[str, Any]:
+    """One target as JSON: path, enabled, entries, usage and the entries the scan blocks.
+
+    ``blocked`` maps 1-based entry numbers (as strings) to the scan's finding ids.
+    """
+    entries = store.entries(target)
+    return {
+        "target": target,
+        "path": str(store.path(target)),
+        "enabled": store.is_enabled(target),
+        "entries": entries,
+        "entry_count": len(entries),
+        "usage": store.usage(target).to_dict(),
+        "blocked": {str(i + 1): ids for i, ids in store.blocked(target).items()},
+    }
+
+
+def target_paths(store: CuratedMemory, target: str | None = None) -> dict[str, str]:
+    """``{target: file path}`` for ``target`` or every target (the files may not exist)."""
+    return {name: str(store.path(name)) for name in ([target] if target else store.targets)}
+
+
+def usage_summary(home: Path, settings: MemorySettings) -> dict[str, Any]:
+    """Per target: path, enabled, entry count and budget use (``memoryport status``).
+
+    An unreadable file is reported in ``entries`` as ``"unreadable: ..."``, not raised.
+    """
+    store = CuratedMemory(
+        home,
+        memory_char_limit=settings.memory_char_limit,
+        user_char_limit=settings.user_char_limit,
+        memory_enabled=settings.memory_enabled,
+        user_profile_enabled=settings.user_profile_enabled,
+    )
+    targets: dict[str, Any] = {}
+    for target in store.targets:
+        try:
+            usage = store.usage(target)
+            entries: int | str = len(store.entries(target))
+            used, limit, percent = usage.used, usage.limit, usage.percent
+        except (MemoryportError, OSError) as exc:
+            entries, used, limit, percent = f"unreadable: {exc}", 0, 0, 0
+        targets[target] = {
+            "path": str(store.path(target)),
+            "enabled": store.is_enabled(target),
+            "entries": entries,
+            "used": used,
+            "limit": limit,
+            "percent": percent,
+        }
+    return {"active": True, "targets": targets}
+
+
+def review_edit(store: CuratedMemory, target: str, text: str, original: str) -> FileReview:
+    """Check ``text`` as the new whole content of ``target``, which held ``original``.
+
+    ``problems`` empty means ``save_edit`` may save ``entries``; ``notes`` never block.
+    """
+    return store.review(target, text, parse_entries(original))
+
+
+@contextlib.contextmanager
+def _shell_memory(home: Path, user_id: str, source: str) -> Iterator[Memory]:
+    """``memoryport.open()`` for one shell write, its (draft) session started and closed."""
+    from memoryport.api import open_memory
+
+    memory = open_memory(home, user_id=user_id or None, platform=source)
+    try:
+        memory.start_session(source=source)
+        yield memory
+    finally:
+        memory.close()
+
+
+def call_memory_tool(
+    home: Path, user_id: str, args: dict[str, Any], *, source: str = SOURCE
+) -> dict[str, Any]:
+    """Run one ``memory`` tool call as the model would; return its JSON result as a dict.
+
+    Providers see the write (``on_memory_write`` with ``source`` in the metadata). A
+    refused write is a result with ``"success": false``; ``MemoryportError`` only when
+    memory itself cannot be opened (e.g. an invalid ``config.yaml``).
+    """
+    with _shell_memory(home, user_id, source) as memory:
+        text = memory.call_tool("memory", args, source=source)
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def save_edit(
+    home: Path,
+    user_id: str,
+    target: str,
+    entries: Sequence[str],
+    *,
+    expected_raw: str,
+    source: str = SOURCE,
+) -> WriteResult:
+    """Save reviewed ``entries`` as ``target``'s whole content, if it still holds
+    ``expected_raw``; every provider's ``on_memory_write`` sees each removed and added entry.
+
+    ``MemoryStoreError`` (nothing written) when the file changed meanwhile, the target is
+    disabled or the write fails.
+    """
+    with _shell_memory(home, user_id, source) as memory:
+        provider = memory.curated
+        if provider is None:
+            raise MemoryStoreError(
+                "curated memory is disabled in config.yaml (memory.memory_enabled and "
+                "memory.user_profile_enabled are both false); nothing was saved"
+            )
+        return provider.rewrite(target, list(entries), expected_raw=expected_raw, source=source)
