@@ -6,6 +6,14 @@ narrower signatures (``on_memory_write(action, target, content)``, ``sync_turn(u
 assistant)`` without ``**kwargs``) and the manager must not break them. Each hook becomes a
 ``BoundHook`` whose ``call`` passes only what the function accepts (pluggy's subset-of-
 arguments idea), so no signature is inspected per call.
+
+Providers written to the seed-01 proposal (``enrich_turn``, ``on_turn_complete``,
+``on_compress``, ``initialize(session_key, config)``, ``on_memory_write(..., old_text)``) are
+recognised here too and their methods are bound through the adapters of ``_seed01``.
+
+Some keywords exist only for those adapters (:data:`ADAPTER_KEYWORDS`: a provider's own
+config section, the session history getter, the compression count). They are never passed
+to a Hermes-shaped hook, not even through ``**kwargs``.
 """
 
 from __future__ import annotations
@@ -16,9 +24,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from memoryport.manager._seed01 import adapt
 from memoryport.provider import MemoryProvider
 
-__all__ = ["HOOKS", "BoundHook", "HookSpec", "ProviderProfile", "inspect_provider"]
+__all__ = [
+    "ADAPTER_KEYWORDS",
+    "HOOKS",
+    "BoundHook",
+    "HookSpec",
+    "ProviderProfile",
+    "inspect_provider",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +70,12 @@ HOOKS: dict[str, HookSpec] = {
         HookSpec("on_memory_write", ("action", "target", "content", "metadata")),
         HookSpec("on_delegation", ("task", "result"), ("child_session_id",)),
         HookSpec("shutdown", ()),
+        HookSpec("capabilities", ()),
     )
 }
+
+ADAPTER_KEYWORDS = frozenset({"provider_config", "history", "compression_count"})
+"""Keywords the manager passes for seed-01 adapters only (see the module docstring)."""
 
 _POSITIONAL_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -73,6 +93,8 @@ class BoundHook:
         keywords: keyword names it accepts (``None`` means any, through ``**kwargs``).
         wants_context: True when it declares a ``context`` parameter: it then receives the
             ``SessionContext``; other hooks never see it (Hermes-shaped keywords only).
+        adapted: True for a seed-01 adapter (``_seed01``): it receives every keyword,
+            ``ADAPTER_KEYWORDS`` included; no other hook ever sees those.
     """
 
     name: str
@@ -82,6 +104,7 @@ class BoundHook:
     n_positional: int
     keywords: frozenset[str] | None
     wants_context: bool = False
+    adapted: bool = False
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Call the hook with the canonical arguments, dropping what it does not accept."""
@@ -95,17 +118,24 @@ class BoundHook:
             kwargs.setdefault(extra_name, extra_value)
         if self.keywords is not None:
             kwargs = {k: v for k, v in kwargs.items() if k in self.keywords}
-        elif not self.wants_context:
-            kwargs.pop("context", None)
+        elif not self.adapted:
+            if not self.wants_context:
+                kwargs.pop("context", None)
+            for key in ADAPTER_KEYWORDS.intersection(kwargs):
+                del kwargs[key]
         return self.function(*positional, **kwargs)
 
 
 @dataclass(frozen=True)
 class ProviderProfile:
-    """What the manager learned about a provider when it was registered."""
+    """What the manager learned about a provider when it was registered.
+
+    ``shape`` is ``"hermes"`` or ``"seed01"`` (some hooks bound through seed-01 adapters).
+    """
 
     name: str
     hooks: dict[str, BoundHook]
+    shape: str = "hermes"
 
     def overrides(self, hook: str) -> bool:
         """True when the provider implements ``hook`` itself."""
@@ -147,7 +177,9 @@ def _bind(provider: Any, hook: str) -> BoundHook:
         else min(len(spec.positional), len(positional_params))
     )
     keywords: frozenset[str] | None = (
-        None if var_keyword else frozenset(p.name for p in params if p.kind in _KEYWORD_KINDS)
+        None
+        if var_keyword
+        else frozenset(p.name for p in params if p.kind in _KEYWORD_KINDS) - ADAPTER_KEYWORDS
     )
     return BoundHook(
         name=hook,
@@ -161,5 +193,13 @@ def _bind(provider: Any, hook: str) -> BoundHook:
 
 
 def inspect_provider(provider: Any, name: str) -> ProviderProfile:
-    """Inspect every hook of ``provider`` once and return its profile."""
-    return ProviderProfile(name=name, hooks={hook: _bind(provider, hook) for hook in HOOKS})
+    """Inspect every hook of ``provider`` once and return its profile.
+
+    Hooks of a seed-01 shaped provider are bound through their adapters (``_seed01``).
+    """
+    hooks = {hook: _bind(provider, hook) for hook in HOOKS}
+    adapters = adapt(provider, lambda hook: hooks[hook].overridden)
+    for hook, (function, is_async) in adapters.items():
+        positional = len(HOOKS[hook].positional)
+        hooks[hook] = BoundHook(hook, function, True, is_async, positional, None, adapted=True)
+    return ProviderProfile(name=name, hooks=hooks, shape="seed01" if adapters else "hermes")
