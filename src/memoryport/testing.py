@@ -13,6 +13,12 @@ Every bundled provider runs it. The checks: ``is_available()`` does no network I
 schemas are valid OpenAI function schemas with unique names, ``handle_tool_call`` returns a
 JSON string for good, bad and unknown arguments, every hook tolerates being called before
 ``initialize`` and after ``shutdown``, and ``shutdown`` is idempotent.
+
+Providers written to the seed-01 proposal (``initialize(session_key, config)``,
+``enrich_turn``, ``on_turn_complete``, ``on_compress``, ``capabilities()``) run the same
+checks: every call goes through the manager's hook adapter, and ``provider_config(home)``
+is the ``config`` their ``initialize`` receives. ``capabilities()``, when defined, must
+return a well-formed dict (see ``examples/seed01_provider``).
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ from typing import Any
 
 import pytest
 
+from memoryport.manager._capabilities import CURATED_TARGETS
 from memoryport.manager._hooks import inspect_provider
+from memoryport.manager._seed01 import LabelledContext
 from memoryport.types import InitContext
 
 __all__ = ["ProviderConformance", "call_hook", "sample_arguments"]
@@ -85,11 +93,15 @@ def _lifecycle_calls() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
     return [
         ("system_prompt_block", (), {}),
         ("on_turn_start", (1, "hello"), {}),
-        ("prefetch", ("what do I like to drink?",), {"session_id": "conformance"}),
+        (
+            "prefetch",
+            ("what do I like to drink?",),
+            {"session_id": "conformance", "history": list(_MESSAGES)},
+        ),
         ("queue_prefetch", ("what do I like to drink?",), {"session_id": "conformance"}),
         ("sync_turn", ("I prefer tea.", "Noted."), {"session_id": "conformance"}),
         ("on_memory_write", ("add", "user", "Prefers tea", {"session_id": "conformance"}), {}),
-        ("on_pre_compress", (list(_MESSAGES),), {}),
+        ("on_pre_compress", (list(_MESSAGES),), {"compression_count": 1}),
         ("on_delegation", ("summarise", "done"), {"child_session_id": "child"}),
         (
             "on_session_switch",
@@ -127,8 +139,16 @@ class ProviderConformance:
     @pytest.fixture
     def ready(self, provider: Any, home: Path) -> Any:
         """The provider, initialized with every documented kwarg."""
-        call_hook(provider, "initialize", self.session_id, **self.init_kwargs(home))
+        config = self.provider_config(home)
+        call_hook(
+            provider, "initialize", self.session_id, **self.init_kwargs(home),
+            provider_config=config,
+        )
         return provider
+
+    def provider_config(self, home: Path) -> dict[str, Any]:
+        """The provider's ``config.yaml`` section (a seed-01 ``initialize``'s ``config``)."""
+        return {}
 
     def init_kwargs(self, home: Path) -> dict[str, Any]:
         """The documented ``initialize`` kwargs, all set."""
@@ -148,7 +168,7 @@ class ProviderConformance:
 
     def tool_schemas(self, provider: Any) -> list[dict[str, Any]]:
         """The provider's schemas, unwrapped from ``{"type": "function", ...}`` if needed."""
-        return [_unwrap(s) for s in call_hook(provider, "get_tool_schemas")]
+        return [_unwrap(s) for s in call_hook(provider, "get_tool_schemas") or []]
 
     # ------------------------------------------------------------------ checks
     def test_name_is_a_short_identifier(self, provider: Any) -> None:
@@ -213,7 +233,29 @@ class ProviderConformance:
         for hook, args, kwargs in _lifecycle_calls():
             result = call_hook(ready, hook, *args, **kwargs)
             if hook in ("system_prompt_block", "prefetch", "on_pre_compress"):
-                assert result is None or isinstance(result, str), f"{hook} returned {result!r}"
+                text = result is None or isinstance(result, str)
+                assert text or isinstance(result, LabelledContext), f"{hook} returned {result!r}"
+
+    def test_capabilities_are_well_formed(self, ready: Any) -> None:
+        """``capabilities()`` (optional) returns a dict: ``tool_names`` names tools the
+        provider has, ``suppresses_local_writes`` is a bool or ``{"memory"|"user": bool}``."""
+        if not callable(getattr(ready, "capabilities", None)):
+            return
+        caps = call_hook(ready, "capabilities")
+        assert isinstance(caps, dict), f"capabilities() returned {caps!r}, expected a dict"
+        if "tool_names" in caps:
+            names = caps["tool_names"]
+            assert isinstance(names, set | frozenset | list | tuple), f"tool_names: {names!r}"
+            own = {s.get("name") for s in self.tool_schemas(ready)}
+            assert set(names) <= own, f"tool_names {set(names) - own} are not its tools"
+        if "suppresses_local_writes" in caps:
+            flags = caps["suppresses_local_writes"]
+            ok = isinstance(flags, bool) or (
+                isinstance(flags, dict)
+                and set(flags) <= CURATED_TARGETS
+                and all(isinstance(v, bool) for v in flags.values())
+            )
+            assert ok, f"suppresses_local_writes: {flags!r}"
 
     def test_hooks_tolerate_calls_after_shutdown(self, ready: Any) -> None:
         """After ``shutdown`` every hook is still safe to call."""
