@@ -1,8 +1,8 @@
 """``memoryport.open()`` and ``Memory``: the one API every shell uses.
 
 The CLI, the MCP server, the framework adapters and the reference agent all go through
-``Memory``; none of them touches the manager or storage directly. ``Memory`` owns the turn
-lifecycle so no agent has to re-learn it::
+``Memory`` (and ``memoryport.admin`` for administration); none of them touches the manager
+or storage directly. ``Memory`` owns the turn lifecycle so no agent has to re-learn it::
 
     memory = memoryport.open()
     system_prompt = memory.start_session(source="cli")
@@ -16,10 +16,11 @@ lifecycle so no agent has to re-learn it::
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +38,7 @@ from memoryport.manager import ManagerSettings, MemoryManager
 from memoryport.providers.curated import BuiltinMemoryProvider
 from memoryport.storage.sessions.base import SessionStore, flatten_content, new_session_id
 from memoryport.turn import Turn, UserContent, clean_user_content
-from memoryport.types import ContextPair, InitContext, Message, ToolSchema
+from memoryport.types import ContextPair, Message, SessionContext, ToolSchema
 
 __all__ = [
     "CompressionResult",
@@ -142,8 +143,7 @@ class Memory:
         self._manager = manager
         self._store = store
         self._curated = curated
-        self._session_id = ""
-        self._source = platform
+        self._context = SessionContext(home=home, platform=platform, user_id=user_id or "")
         self._turn_number = 0
         self._system_prompt = ""
         self._initialized = False
@@ -159,7 +159,13 @@ class Memory:
     @property
     def session_id(self) -> str:
         """The active session id ("" before ``start_session``)."""
-        return self._session_id
+        return self._context.session_id
+
+    @property
+    def context(self) -> SessionContext:
+        """The active session context (frozen; a new one is made at every switch). The
+        manager passes it with every hook to providers that declare a ``context`` parameter."""
+        return self._context
 
     @property
     def system_prompt(self) -> str:
@@ -180,6 +186,18 @@ class Memory:
     def providers(self) -> list[Any]:
         """Every active provider, built-in ones first."""
         return self._manager.providers
+
+    @property
+    def suppressed_targets(self) -> frozenset[str]:
+        """Curated targets (``"memory"``, ``"user"``) whose local write a provider's
+        ``capabilities()`` suppresses; frozen once providers are initialized."""
+        return self._manager.suppressed_targets
+
+    @property
+    def local_writes_suppressed(self) -> bool:
+        """True when both curated targets are suppressed: a background memory review
+        would write nothing locally, so agents skip it."""
+        return {"memory", "user"} <= self._manager.suppressed_targets
 
     def health(self) -> dict[str, dict[str, Any]]:
         """Live per-provider health from the manager."""
@@ -206,20 +224,22 @@ class Memory:
                     "resume" if session_id and self._exists(session_id) else "new"
                 )
                 return self.switch_session(session_id, reason=reason, title=title)
-            self._source = source or self.platform
-            record = self._open_record(session_id, title, parent_session_id, model)
-            self._session_id = record
-            context = InitContext(
+            base = SessionContext(
                 home=self.home,
-                platform=self._source,
+                platform=source or self.platform,
                 user_id=self.user_id or "",
                 parent_session_id=parent_session_id or "",
                 session_title=title or "",
             )
+            self._context = base
+            record = self._open_record(session_id, title, parent_session_id, model)
             from memoryport.plugins.hermes_compat import initialize_kwargs
 
-            kwargs = initialize_kwargs(self.home, context.to_kwargs(), self.provider_kwargs)
-            self._manager.initialize_all(record, **kwargs)
+            kwargs = initialize_kwargs(self.home, base.to_kwargs(), self.provider_kwargs)
+            self._context = SessionContext.from_kwargs(record, **kwargs)
+            self._manager.initialize_all(
+                self._context, provider_config=self.config.provider_section
+            )
             self._initialized = True
             self._turn_number = 0
             self._system_prompt = self._manager.build_system_prompt()
@@ -229,8 +249,8 @@ class Memory:
         """Set the active session's title (starting a session first if needed)."""
         if not self._initialized:
             self.start_session()
-        self._ensure_row(self._session_id)
-        self._store.set_title(self._session_id, title)
+        self._ensure_row(self.session_id)
+        self._store.set_title(self.session_id, title)
 
     def open_child(self, *, source: str = "subagent", title: str | None = None) -> Memory:
         """A second ``Memory`` on the same home for a subagent, its session already started.
@@ -243,12 +263,12 @@ class Memory:
         """
         if not self._initialized:
             self.start_session()
-        self._ensure_row(self._session_id)  # the child's parent link needs the record
+        self._ensure_row(self.session_id)  # the child's parent link needs the record
         child = open_memory(
             self.home, "default", self.user_id, platform=source, config=self.config,
             load_provider=False,
         )
-        child.start_session(source=source, title=title, parent_session_id=self._session_id)
+        child.start_session(source=source, title=title, parent_session_id=self.session_id)
         return child
 
     def _exists(self, session_id: str) -> bool:
@@ -267,7 +287,7 @@ class Memory:
         if parent and parent not in self._drafts and not self._exists(parent):
             raise SessionNotFound(f"unknown parent session {parent!r}")
         new = session_id or new_session_id()
-        self._drafts[new] = _Draft(self._source, title or "", parent or None, model)
+        self._drafts[new] = _Draft(self._context.platform, title or "", parent or None, model)
         return new
 
     def _ensure_row(self, session_id: str) -> None:
@@ -302,10 +322,11 @@ class Memory:
         ``branch`` (a child of the current session). Returns the new system prompt.
 
         The old session is committed first (``on_session_end``), then providers get
-        ``on_session_switch(new, parent_session_id=..., reset=..., reason=...)``.
+        ``on_session_switch(new, parent_session_id=..., reset=..., reason=...)`` with the new
+        ``context``.
         """
         with self._lock:
-            old = self._session_id
+            old = self.session_id
             if reason == "resume":
                 if not session_id or not self._exists(session_id):
                     raise SessionNotFound(f"cannot resume: no session {session_id!r}")
@@ -316,13 +337,11 @@ class Memory:
                 if reason == "branch":
                     self._ensure_row(new)  # lineage is visible at once (session_search)
             self._commit(old, messages, end_reason=reason)
-            self._session_id = new
+            switched = self._context.switched(new, old if reason == "branch" else "")
+            self._context = replace(switched, session_title=title or "")
             self._turn_number = 0
             self._manager.on_session_switch(
-                new,
-                parent_session_id=old if reason == "branch" else "",
-                reset=reason in ("new", "reset"),
-                reason=reason,
+                self._context, reset=reason in ("new", "reset"), reason=reason
             )
             return self._rebuild_prompt()
 
@@ -343,6 +362,8 @@ class Memory:
             log.warning("could not mark session %s ended: %s", session_id, exc)
 
     def _history(self, session_id: str) -> list[Message]:
+        if session_id in self._drafts:
+            return []  # not stored yet: no messages
         try:
             records = self._store.get_messages(session_id)
         except MemoryportError as exc:
@@ -372,24 +393,23 @@ class Memory:
         with self._lock:
             self._turn_number += 1
             number = self._turn_number
-            session_id = self._session_id
-        self._manager.on_turn_start(number, query, session_id=session_id, platform=self._source)
-        contexts = self._manager.prefetch_all(query, session_id=session_id)
+            context = self._context
+        self._manager.on_turn_start(
+            number, query, session_id=context.session_id, platform=context.platform,
+            context=context,
+        )
+        history = functools.partial(self._history, context.session_id)
+        contexts = self._manager.prefetch_all(query, context=context, history=history)
         return Turn(
             number=number,
-            session_id=session_id,
+            session_id=context.session_id,
             user_content=clean,
             query=query,
             contexts=contexts,
             budget_chars=self.config.memory.context_budget_chars,
-            call_tool=self._turn_tool_caller(session_id),
+            call_tool=functools.partial(self._call_tool, context=context),
+            context=context,
         )
-
-    def _turn_tool_caller(self, session_id: str) -> Callable[[str, Any, str], str]:
-        def call(name: str, args: Any, tool_call_id: str) -> str:
-            return self.call_tool(name, args, tool_call_id=tool_call_id, session_id=session_id)
-
-        return call
 
     def end_turn(
         self,
@@ -430,9 +450,12 @@ class Memory:
         if interrupted or not final_response or not turn.query.strip():
             return
         self._manager.sync_all(
-            turn.query, final_response, session_id=turn.session_id, messages=turn.messages
+            turn.query, final_response, session_id=turn.session_id, context=turn.context,
+            messages=turn.messages,
         )
-        self._manager.queue_prefetch_all(turn.query, session_id=turn.session_id)
+        self._manager.queue_prefetch_all(
+            turn.query, session_id=turn.session_id, context=turn.context
+        )
 
     # ------------------------------------------------------------------ tools
     def tool_schemas(self) -> list[ToolSchema]:
@@ -466,12 +489,21 @@ class Memory:
         ``source`` labels who called (e.g. ``"background_review"``); curated writes report
         it in the ``on_memory_write`` metadata.
         """
+        context = self._context
+        if session_id and session_id != context.session_id:
+            context = context.switched(session_id)
+        return self._call_tool(name, args, tool_call_id, context=context, source=source)
+
+    def _call_tool(
+        self, name: str, args: Any, tool_call_id: str, *, context: SessionContext, source: str = ""
+    ) -> str:
         extra = {"source": source} if source else {}
         return self._manager.handle_tool_call(
             name,
             args,
             tool_call_id=tool_call_id,
-            session_id=session_id or self._session_id,
+            session_id=context.session_id,
+            context=context,
             **extra,
         )
 
@@ -501,19 +533,17 @@ class Memory:
     ) -> CompressionResult:
         """Step 2 of ``compress``: commit the old session and rotate to a linked new one."""
         with self._lock:
-            old = self._session_id
+            old = self.session_id
             self._commit(old, messages, end_reason="compression")
             new = self._open_record(None, None, old)
-            self._session_id = new
+            self._context = self._context.switched(new, old)
             if summary:
                 self._ensure_row(new)
                 self._store.append_message(
                     new, {"role": "user", "content": summary, "metadata": {"kind": "summary"}}
                 )
             prompt = self._rebuild_prompt()
-            self._manager.on_session_switch(
-                new, parent_session_id=old, reset=False, reason="compression"
-            )
+            self._manager.on_session_switch(self._context, reset=False, reason="compression")
             return CompressionResult(old, new, summary, list(contributions), prompt)
 
     # ------------------------------------------------------------------ shutdown
@@ -539,7 +569,7 @@ class Memory:
                 return
             self._closed = True
             if self._initialized:
-                self._commit(self._session_id, messages, end_reason="close")
+                self._commit(self.session_id, messages, end_reason="close")
         self._manager.shutdown_all()
         self._store.close()
 
