@@ -10,6 +10,7 @@ import pytest
 from memoryport.provider import is_builtin
 from memoryport.providers.sessions import SessionSearchProvider, create_sessions_provider
 from memoryport.storage.sessions.base import SessionStore
+from memoryport.types import SessionContext
 
 
 def _call(provider: SessionSearchProvider, **args: Any) -> dict[str, Any]:
@@ -130,8 +131,12 @@ def test_scroll_refuses_current_lineage(
     _conversation(store, "live", ["now"], parent_session_id="root")
     result = _call(provider, session_id="root", around_message_id=ids[0])
     assert result["success"] is False and "current conversation" in result["error"]
-    provider.on_session_switch("elsewhere")
-    assert _call(provider, session_id="root", around_message_id=ids[0])["success"]
+    # the live session comes with each call's context (the manager passes it)
+    elsewhere = SessionContext(session_id="elsewhere")
+    args = {"session_id": "root", "around_message_id": ids[0]}
+    assert json.loads(provider.handle_tool_call("session_search", args, context=elsewhere))[
+        "success"
+    ]
 
 
 def test_scroll_rejects_a_message_from_an_unrelated_session(

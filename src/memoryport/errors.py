@@ -1,8 +1,20 @@
 """The one exception tree of memoryport.
 
 The core raises these typed errors; the edges (tool handlers, the CLI, the MCP
-server, adapters) turn them into their own format: a JSON tool result
-(``{"error": "..."}``), an exit code with a message, an MCP error.
+server, adapters) turn them into their own format: a JSON tool result, an exit code with a
+message, an MCP error.
+
+Every tool error a model receives has one shape, built by :func:`tool_error`::
+
+    {"success": false, "error": "<what was wrong and what to do>", "error_type": "<name>", ...}
+
+a superset of what Hermes' memory tool answers (``{"success": false, "error": ...}``).
+``error_type`` is the class name of the error that caused it (``MemoryStoreError``,
+``UnsafeContent``, ``QueryError``, ``ValueError`` ...) or, for failures found at the tool
+edge itself, one of ``ToolArgumentError`` (arguments do not fit), ``ToolNotFound`` (no
+provider serves the tool), ``ToolUnavailable`` (the tool is switched off), ``TimeoutError``
+(the tool missed its deadline) and ``ProviderError`` (the provider returned junk). Extra
+keys (``findings``, ``current_entries``, ``usage`` ...) add detail.
 
 ::
 
@@ -21,10 +33,12 @@ server, adapters) turn them into their own format: a JSON tool result
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
+    "TOOL_ERROR_TYPES",
     "ConfigError",
     "DriftError",
     "MemoryStoreError",
@@ -36,15 +50,39 @@ __all__ = [
     "StoreError",
     "ToolArgumentError",
     "UnsafeContent",
+    "tool_error",
+    "tool_error_json",
 ]
+
+TOOL_ERROR_TYPES = (
+    "ToolArgumentError",
+    "ToolNotFound",
+    "ToolUnavailable",
+    "TimeoutError",
+    "ProviderError",
+)
+"""The ``error_type`` values of failures found at the tool edge (not raised errors)."""
+
+
+def tool_error(message: str, error_type: str, **extra: Any) -> dict[str, Any]:
+    """The one tool-error shape: ``{"success": False, "error": message, "error_type": ...}``
+    plus ``extra`` keys (which never override those three)."""
+    shape: dict[str, Any] = {"success": False, "error": message, "error_type": error_type}
+    shape.update((k, v) for k, v in extra.items() if k not in shape)
+    return shape
+
+
+def tool_error_json(message: str, error_type: str, **extra: Any) -> str:
+    """:func:`tool_error` as the JSON string a model receives (non-ASCII kept as is)."""
+    return json.dumps(tool_error(message, error_type, **extra), ensure_ascii=False, default=str)
 
 
 class MemoryportError(Exception):
     """Base class of every error memoryport raises on purpose."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the JSON-ready form used by tool results: ``{"error": message}``."""
-        return {"error": str(self)}
+        """The tool-result form (see :func:`tool_error`); ``error_type`` is the class name."""
+        return tool_error(str(self), type(self).__name__)
 
 
 class ConfigError(MemoryportError):
@@ -80,8 +118,8 @@ class UnsafeContent(MemoryportError):
         self.findings: list[str] = list(findings)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form with the finding ids, so a model can see which category was refused."""
-        return {"error": str(self), "findings": list(self.findings)}
+        """The tool-result form with the finding ids, so a model sees which category was refused."""
+        return tool_error(str(self), type(self).__name__, findings=list(self.findings))
 
 
 class MemoryStoreError(MemoryportError):
@@ -92,8 +130,8 @@ class MemoryStoreError(MemoryportError):
         self.details: dict[str, Any] = details
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form with the extra details (current entries, usage, backup path ...)."""
-        return {"success": False, "error": str(self), **self.details}
+        """The tool-result form with the details (current entries, usage, backup path ...)."""
+        return tool_error(str(self), type(self).__name__, **self.details)
 
 
 class DriftError(MemoryStoreError):

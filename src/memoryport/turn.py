@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memoryport.fence import inject_memory_context, sanitize_context
-from memoryport.types import ContextPair, Message
+from memoryport.types import ContextPair, Message, SessionContext
 
 __all__ = [
     "Turn",
@@ -131,6 +131,8 @@ class Turn:
         contexts: ``(provider, text)`` pairs recalled for this turn.
         messages: the turn's history so far (user message first).
         closed: True once ``end_turn`` has stored the turn.
+        context: the session context the turn runs in (its hooks get this one, even when
+            the memory switches session before the turn ends).
     """
 
     number: int
@@ -142,6 +144,7 @@ class Turn:
     call_tool: Callable[[str, Any, str], str]
     messages: list[Message] = field(default_factory=list)
     closed: bool = False
+    context: SessionContext | None = None
 
     def __post_init__(self) -> None:
         if not self.messages:

@@ -17,7 +17,6 @@ junk), the caller gets its answer within the hook's deadline and never sees an e
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import functools
 import logging
@@ -27,12 +26,14 @@ import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, TypeVar
 
+from memoryport.manager._capabilities import CapabilityTable
 from memoryport.manager._health import CircuitBreaker, ProviderHealth
 from memoryport.manager._hooks import inspect_provider
+from memoryport.manager._results import context_pairs
 from memoryport.manager._settings import ManagerSettings
-from memoryport.manager._slot import ProviderSlot
+from memoryport.manager._slot import ProviderSlot, registration_problem, shutdown_slots
 from memoryport.manager._tools import (
     CORE_TOOL_NAMES,
     build_tool_table,
@@ -46,22 +47,17 @@ from memoryport.manager._workers import (
     BackgroundQueue,
     Lane,
     LoopThread,
-    coerce_text,
     resolve,
     run_with_deadline,
     timed,
 )
 from memoryport.provider import MemoryWriteSource, is_builtin
-from memoryport.types import ContextPair, Message, ToolSchema
+from memoryport.types import ContextPair, Message, SessionContext, ToolSchema, alias_home
 
 __all__ = ["ManagerSettings", "MemoryManager"]
 
 log = logging.getLogger("memoryport.manager")
 
-RESERVED_PROVIDER_NAMES = frozenset({"builtin", "sessions"})
-"""Provider names only the library's own built-in provider objects may use."""
-
-P = ParamSpec("P")
 R = TypeVar("R")
 
 
@@ -82,11 +78,13 @@ class MemoryManager:
         self._loop_lock = threading.Lock()
         self._tools: dict[str, ProviderSlot] | None = None
         self._schemas: list[ToolSchema] = []
-        self._session_id = ""
+        self._context = SessionContext()
         self._reserved_tools = CORE_TOOL_NAMES
         self._shutdown = False
         self._turn_marks: dict[str, float] = {}
         self._queued_for: dict[str, str] = {}
+        self._caps = CapabilityTable()  # frozen per provider after its initialize
+        self._compressions = 0
         self._get_loop = self._loop_getter()
         atexit.register(_shutdown_at_exit, weakref.ref(self))
 
@@ -99,7 +97,21 @@ class MemoryManager:
     @property
     def session_id(self) -> str:
         """The current session id (from ``initialize_all`` / ``on_session_switch``)."""
-        return self._session_id
+        return self._context.session_id
+
+    @property
+    def context(self) -> SessionContext:
+        """The current session context (from ``initialize_all`` / ``on_session_switch``)."""
+        return self._context
+
+    def _ctx(self, context: SessionContext | None, session_id: str = "") -> SessionContext:
+        """The context a call is about: the one passed, else the current one (for another
+        ``session_id`` when one is named)."""
+        if context is not None:
+            return context
+        if session_id and session_id != self._context.session_id:
+            return self._context.switched(session_id, self._context.parent_session_id)
+        return self._context
 
     def get_provider(self, name: str) -> Any | None:
         """The registered provider called ``name``, or None."""
@@ -137,18 +149,9 @@ class MemoryManager:
     def _registration_problem(self, name: str, builtin: bool) -> str:
         if self._shutdown:
             return "the manager has been shut down"
-        if any(slot.name == name for slot in self._slots):
-            return "a provider with this name is already registered"
-        if not builtin and name in RESERVED_PROVIDER_NAMES:
-            return f"the name {name!r} is reserved for memoryport's built-in providers"
-        external = sum(1 for slot in self._slots if not slot.builtin)
-        if not builtin and external >= self.settings.max_external_providers:
-            limit = self.settings.max_external_providers
-            return (
-                f"at most {limit} external provider(s) may be active "
-                "(raise memory.max_external_providers to allow more)"
-            )
-        return ""
+        return registration_problem(
+            self._slots, name, builtin, self.settings.max_external_providers
+        )
 
     def _check_available(self, provider: Any, name: str) -> bool:
         try:
@@ -197,21 +200,25 @@ class MemoryManager:
         return result
 
     # ------------------------------------------------------------------ initialize
-    def initialize_all(self, session_id: str, **kwargs: Any) -> None:
+    def initialize_all(self, session: str | SessionContext, **kwargs: Any) -> None:
         """Initialize every provider; drop (with a warning) those that raise or time out.
 
-        ``home`` and ``hermes_home`` are aliases: whichever is given is passed as both.
+        ``session`` is the ``SessionContext`` (its ``to_kwargs()`` are the keywords, plus
+        ``kwargs``) or a session id with the keywords. ``home`` and ``hermes_home`` are
+        aliases: whichever is given is passed as both.
         """
-        home = kwargs.get("home") or kwargs.get("hermes_home")
-        if home:
-            kwargs["home"] = kwargs["hermes_home"] = str(home)
-        self._session_id = session_id
+        if isinstance(session, SessionContext):
+            context, kwargs = session, {**session.to_kwargs(), **kwargs}
+        else:
+            kwargs = alias_home(kwargs)
+            context = SessionContext.from_kwargs(session, **kwargs)
+        self._context = context
         for slot in list(self._slots):
             hook = slot.profile.hooks["initialize"]
             started = time.perf_counter()
             try:
                 self._run_with_deadline(
-                    functools.partial(hook.call, session_id, **kwargs),
+                    functools.partial(hook.call, context.session_id, context=context, **kwargs),
                     self.settings.init_deadline_s,
                 )
             except Exception as exc:
@@ -221,6 +228,8 @@ class MemoryManager:
                 continue
             slot.health.ok("initialize", time.perf_counter() - started)
             slot.initialized = True
+        run = functools.partial(self._run_with_deadline, deadline=self.settings.init_deadline_s)
+        self._caps.freeze(self._slots, run)
         with self._lock:
             self._tools = None
 
@@ -286,23 +295,11 @@ class MemoryManager:
     def _lane_stuck(self, slot: ProviderSlot, now: float) -> bool:
         return slot.stuck_before(self._turn_marks.get(slot.name, now))
 
-    def _texts(self, hook: str, results: list[tuple[ProviderSlot, Any]]) -> list[ContextPair]:
-        pairs: list[ContextPair] = []
-        for slot, value in results:
-            try:
-                text = coerce_text(value, f"{slot.name}.{hook}")
-            except TypeError as exc:
-                slot.health.error(hook, exc, 0.0)
-                log.warning("provider %r: %s", slot.name, exc)
-                continue
-            if text.strip():
-                pairs.append((slot.name, text))
-        return pairs
-
     def build_system_prompt(self) -> str:
         """Join the providers' non-empty ``system_prompt_block()`` texts with a blank line."""
         results = self._fan_out("system_prompt_block", (), {}, self.settings.prefetch_deadline_s)
-        return "\n\n".join(text.strip() for _, text in self._texts("system_prompt_block", results))
+        pairs = context_pairs("system_prompt_block", results)
+        return "\n\n".join(text.strip() for _, text in pairs)
 
     def _warming_prefetch(self, slot: ProviderSlot, kwargs: dict[str, Any]) -> Callable[..., Any]:
         """The prefetch call for ``slot``; on a cold session it warms the provider first.
@@ -325,32 +322,46 @@ class MemoryManager:
 
         return warm_then_prefetch
 
-    def prefetch_all(self, query: str, *, session_id: str = "") -> list[ContextPair]:
+    def prefetch_all(
+        self,
+        query: str,
+        *,
+        session_id: str = "",
+        context: SessionContext | None = None,
+        history: Callable[[], Sequence[Message]] | None = None,
+    ) -> list[ContextPair]:
         """Recall context for this turn: ``[(provider name, text), ...]`` in registration order.
 
         Returns within the prefetch deadline (plus scheduling noise) whatever providers do.
         A provider whose background prefetch was not queued for this session is warmed
         synchronously first (see ``_warming_prefetch``), so the first turn is not empty.
+        ``history`` reads the session's messages for seed-01 ``enrich_turn`` providers only.
         """
-        kwargs = {"session_id": session_id or self._session_id}
+        ctx = self._ctx(context, session_id)
+        kwargs = {"session_id": ctx.session_id, "context": ctx, "history": history}
         try:
             results = self._fan_out(
                 "prefetch", (query,), kwargs, self.settings.prefetch_deadline_s, use_breaker=True
             )
         finally:
             self._turn_marks = {}
-        return self._texts("prefetch", results)
+        return context_pairs("prefetch", results)
 
     def on_pre_compress(self, messages: Sequence[Message]) -> list[ContextPair]:
         """Blocking: every provider's contribution for the compression summary."""
         snapshot = [dict(m) for m in messages]
+        self._compressions += 1
         results = self._fan_out(
-            "on_pre_compress", (snapshot,), {}, self.settings.pre_compress_deadline_s
+            "on_pre_compress",
+            (snapshot,),
+            {"context": self._context, "compression_count": self._compressions},
+            self.settings.pre_compress_deadline_s,
         )
-        return self._texts("on_pre_compress", results)
+        return context_pairs("on_pre_compress", results)
 
     def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
         """Tell providers a user turn starts (queued on each provider's lane, before prefetch)."""
+        kwargs.setdefault("context", self._context)
         now = time.monotonic()
         for slot in list(self._slots):
             self._turn_marks[slot.name] = now
@@ -375,20 +386,29 @@ class MemoryManager:
                 slot.queue.put(hook, functools.partial(bound.call, *args, **kwargs))
 
     def sync_all(
-        self, user_content: str, assistant_content: str, *, session_id: str = "", **kwargs: Any
+        self,
+        user_content: str,
+        assistant_content: str,
+        *,
+        session_id: str = "",
+        context: SessionContext | None = None,
+        **kwargs: Any,
     ) -> None:
         """Queue a completed turn for every provider; returns at once."""
         if "messages" in kwargs and kwargs["messages"] is not None:
             kwargs["messages"] = [dict(m) for m in kwargs["messages"]]
-        kwargs["session_id"] = session_id or self._session_id
+        ctx = self._ctx(context, session_id)
+        kwargs.update(session_id=ctx.session_id, context=ctx)
         self._enqueue("sync_turn", (user_content, assistant_content), kwargs)
 
-    def queue_prefetch_all(self, query: str, *, session_id: str = "") -> None:
+    def queue_prefetch_all(
+        self, query: str, *, session_id: str = "", context: SessionContext | None = None
+    ) -> None:
         """Queue a background prefetch for the next turn; returns at once."""
-        session = session_id or self._session_id
+        ctx = self._ctx(context, session_id)
         for slot in self._slots:
-            self._queued_for[slot.name] = session
-        self._enqueue("queue_prefetch", (query,), {"session_id": session})
+            self._queued_for[slot.name] = ctx.session_id
+        self._enqueue("queue_prefetch", (query,), {"session_id": ctx.session_id, "context": ctx})
 
     def on_memory_write(
         self,
@@ -401,7 +421,10 @@ class MemoryManager:
     ) -> None:
         """Mirror a curated-memory write to every provider except ``origin``; returns at once."""
         self._enqueue(
-            "on_memory_write", (action, target, content, dict(metadata or {})), {}, skip=origin
+            "on_memory_write",
+            (action, target, content, dict(metadata or {})),
+            {"context": self._context},
+            skip=origin,
         )
 
     def _mirror_write(
@@ -413,33 +436,43 @@ class MemoryManager:
         self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any
     ) -> None:
         """Tell providers a subagent finished; returns at once."""
-        kwargs["child_session_id"] = child_session_id
+        kwargs.update(child_session_id=child_session_id, context=self._context)
         self._enqueue("on_delegation", (task, result), kwargs)
 
     def on_session_end(self, messages: Sequence[Message]) -> None:
         """Queue the session-end commit (ordered after pending syncs); returns at once."""
-        self._enqueue("on_session_end", ([dict(m) for m in messages],), {})
+        self._enqueue("on_session_end", ([dict(m) for m in messages],), {"context": self._context})
 
     def on_session_switch(
         self,
-        new_session_id: str,
+        new_session: str | SessionContext,
         *,
         parent_session_id: str = "",
         reset: bool = False,
         reason: str = "",
         **kwargs: Any,
     ) -> None:
-        """Record the new session id and queue the switch for every provider.
+        """Make ``new_session`` current and queue the switch for every provider.
 
-        An empty or ``None`` id is ignored (logged): it is not delivered to providers and
-        the current session id is kept.
+        ``new_session`` is the new ``SessionContext`` (``Memory`` passes it; its
+        ``parent_session_id`` wins) or a session id (the current context, switched). An
+        empty or ``None`` id is ignored (logged): nothing is delivered and the current
+        session is kept.
         """
-        if not isinstance(new_session_id, str) or not new_session_id.strip():
-            log.warning("ignored on_session_switch to an empty session id %r", new_session_id)
+        if isinstance(new_session, SessionContext):
+            ctx = new_session
+        elif isinstance(new_session, str) and new_session.strip():
+            ctx = self._context.switched(new_session, parent_session_id)
+        else:
+            ctx = SessionContext()
+        if not ctx.session_id.strip():
+            log.warning("ignored on_session_switch to an empty session id %r", new_session)
             return
-        self._session_id = new_session_id
-        kwargs.update(parent_session_id=parent_session_id, reset=reset, reason=reason)
-        self._enqueue("on_session_switch", (new_session_id,), kwargs)
+        self._context = ctx
+        kwargs.update(
+            parent_session_id=ctx.parent_session_id, reset=reset, reason=reason, context=ctx
+        )
+        self._enqueue("on_session_switch", (ctx.session_id,), kwargs)
 
     def flush(self, timeout: float | None = None) -> int:
         """Wait until every background queue is empty; returns how many items remain."""
@@ -454,6 +487,11 @@ class MemoryManager:
     def reserved_tool_names(self) -> frozenset[str]:
         """Tool names no external provider may register (core names plus reserved ones)."""
         return self._reserved_tools
+
+    @property
+    def suppressed_targets(self) -> frozenset[str]:
+        """Curated targets whose local write a provider's ``capabilities()`` suppresses."""
+        return self._caps.suppressed_targets
 
     def reserve_tool_names(self, *names: str) -> None:
         """Reserve tool names the caller serves itself (e.g. an agent's ``delegate_task``).
@@ -484,7 +522,7 @@ class MemoryManager:
             slot.health.error("get_tool_schemas", exc, 0.0)
             log.warning("provider %r: get_tool_schemas failed: %r", slot.name, exc)
             return []
-        return normalize_schemas(raw, slot.name)
+        return self._caps.get(slot.name).offered(normalize_schemas(raw, slot.name))
 
     def get_all_tool_schemas(self) -> list[ToolSchema]:
         """Every provider's tool schemas, registration order, duplicate names skipped."""
@@ -503,6 +541,7 @@ class MemoryManager:
         parsed = parse_tool_args(tool_name, args)
         if isinstance(parsed, str):
             return parsed
+        kwargs["context"] = self._ctx(kwargs.get("context"), kwargs.get("session_id") or "")
         bound = slot.profile.hooks["handle_tool_call"]
         started = time.perf_counter()
         future = slot.lane.submit(functools.partial(bound.call, tool_name, parsed, **kwargs))
@@ -537,63 +576,9 @@ class MemoryManager:
             if self._shutdown:
                 return {"abandoned": {}, "timed_out": [], "already": True}
             self._shutdown = True
-        deadline = self.settings.shutdown_deadline_s
-        abandoned: dict[str, int] = {}
-        timed_out: list[str] = []
-        for slot in self._slots:
-            left = slot.queue.drain(deadline)
-            left += slot.queue.close()
-            if left:
-                abandoned[slot.name] = left
-                log.warning(
-                    "provider %r: %d queued item(s) not delivered at shutdown", slot.name, left
-                )
-        for slot in reversed(self._slots):
-            if not slot.profile.overrides("shutdown"):
-                slot.lane.stop()
-                continue
-            try:
-                self._run_with_deadline(slot.profile.hooks["shutdown"].call, deadline)
-            except TimeoutError:
-                timed_out.append(slot.name)
-                log.warning("provider %r: shutdown exceeded %gs", slot.name, deadline)
-            except Exception as exc:
-                log.warning("provider %r: shutdown raised %r", slot.name, exc)
-            slot.lane.stop()
+        report = shutdown_slots(
+            self._slots, self.settings.shutdown_deadline_s, self._run_with_deadline
+        )
         if self._loop is not None:
             self._loop.stop()
-        return {"abandoned": abandoned, "timed_out": timed_out}
-
-    # ------------------------------------------------------------------ async API
-    async def _in_thread(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        return await asyncio.to_thread(fn, *args, **kwargs)
-
-    async def aprefetch_all(self, query: str, *, session_id: str = "") -> list[ContextPair]:
-        """Async ``prefetch_all``: waits on a worker thread, never blocks the event loop."""
-        return await self._in_thread(self.prefetch_all, query, session_id=session_id)
-
-    async def aon_pre_compress(self, messages: Sequence[Message]) -> list[ContextPair]:
-        """Async ``on_pre_compress``."""
-        return await self._in_thread(self.on_pre_compress, messages)
-
-    async def abuild_system_prompt(self) -> str:
-        """Async ``build_system_prompt``."""
-        return await self._in_thread(self.build_system_prompt)
-
-    async def ainitialize_all(self, session_id: str, **kwargs: Any) -> None:
-        """Async ``initialize_all``."""
-        await self._in_thread(functools.partial(self.initialize_all, session_id, **kwargs))
-
-    async def ahandle_tool_call(self, tool_name: str, args: Any, **kwargs: Any) -> str:
-        """Async ``handle_tool_call``."""
-        return await self._in_thread(
-            functools.partial(self.handle_tool_call, tool_name, args, **kwargs)
-        )
-
-    async def ashutdown_all(self) -> dict[str, Any]:
-        """Async ``shutdown_all``."""
-        return await self._in_thread(self.shutdown_all)
-
-    async def aflush(self, timeout: float | None = None) -> int:
-        """Async ``flush``."""
-        return await self._in_thread(self.flush, timeout)
+        return report

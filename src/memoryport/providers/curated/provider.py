@@ -22,12 +22,13 @@ from memoryport.providers.curated.store import (
     CuratedMemory,
     WriteResult,
 )
+from memoryport.providers.curated.suppressed import suppressed_target, suppressed_write
 from memoryport.providers.curated.tool import (
     MEMORY_TOOL_NAME,
     memory_tool_schema,
     run_memory_tool,
 )
-from memoryport.types import ToolSchema
+from memoryport.types import SessionContext, ToolSchema
 
 __all__ = ["BuiltinMemoryProvider", "create_builtin_provider"]
 
@@ -75,8 +76,9 @@ class BuiltinMemoryProvider(MemoryProvider):
         self._user_profile_enabled = user_profile_enabled
         self._lock_timeout = lock_timeout
         self._store: CuratedMemory | None = None
-        self._session_id = ""
+        self._initial = SessionContext()
         self._listener: MemoryWriteListener | None = None
+        self._suppressed: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------ identity
     @property
@@ -88,18 +90,21 @@ class BuiltinMemoryProvider(MemoryProvider):
         """Always True: curated memory needs nothing but a writable home directory."""
         return True
 
-    def initialize(self, session_id: str, **kwargs: Any) -> None:
-        """Open the store under ``kwargs["home"]`` (or ``hermes_home``) and freeze the snapshot.
+    def initialize(
+        self, session_id: str, *, context: SessionContext | None = None, **kwargs: Any
+    ) -> None:
+        """Open the store under the context's home and freeze the snapshot.
 
-        ``kwargs["user_id"]`` selects that user's own profile file. Raises ``ConfigError``
-        when no home directory is known.
+        Without a ``context``, one is read from the Hermes keywords (``home`` or
+        ``hermes_home``, ``user_id``). The user id selects that user's own profile file.
+        Raises ``ConfigError`` when no home directory is known.
         """
-        home_value = kwargs.get("home") or kwargs.get("hermes_home") or self._default_home
-        if not home_value:
+        context = context or SessionContext.from_kwargs(session_id, **kwargs)
+        self._initial = context
+        home = context.home or self._default_home
+        if not home:
             raise ConfigError("The builtin memory provider needs a home directory (home=...).")
-        self._session_id = session_id
-        user_id = str(kwargs.get("user_id") or self._default_user)
-        self._store = self._open(Path(home_value), user_id)
+        self._store = self._open(home, context.user_id or self._default_user)
         self._store.load()
 
     def get_tool_schemas(self) -> list[ToolSchema]:
@@ -117,12 +122,19 @@ class BuiltinMemoryProvider(MemoryProvider):
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         """Run the ``memory`` tool; always returns a JSON string, never raises.
 
-        ``kwargs`` may carry ``tool_call_id``, ``session_id`` and ``source``; they are passed
-        to the write listener in the metadata.
+        ``kwargs`` may carry ``tool_call_id``, ``source`` and the session (``context``, or a
+        ``session_id``; else the session it was initialized for); they are passed to the
+        write listener in the metadata.
         """
         if tool_name != MEMORY_TOOL_NAME:
             return super().handle_tool_call(tool_name, args, **kwargs)
         store = self.store if self._any_enabled else None
+        target = suppressed_target(args, self._suppressed)
+        if target:  # another provider owns this target: report the write, skip the file
+            text, changes = suppressed_write(target, args, store.home if store else None)
+            for change in changes:
+                self._notify(change, kwargs)
+            return text
         outcome = run_memory_tool(store, args)
         if outcome.result is not None:
             for change in outcome.result.changes:
@@ -160,21 +172,14 @@ class BuiltinMemoryProvider(MemoryProvider):
         store = self.store
         return store.load().text if store is not None else ""
 
-    def on_session_switch(
-        self,
-        new_session_id: str,
-        *,
-        parent_session_id: str = "",
-        reset: bool = False,
-        reason: str = "",
-        **kwargs: Any,
-    ) -> None:
-        """Track the new session id for write metadata; the snapshot stays frozen."""
-        self._session_id = new_session_id
-
     def set_memory_write_listener(self, listener: MemoryWriteListener) -> None:
         """Install the callback called after every successful add/replace/remove."""
         self._listener = listener
+
+    def set_suppressed_targets(self, targets: frozenset[str]) -> None:
+        """Targets whose local write other providers suppress (``capabilities()``): their
+        writes are checked and reported to the listener, the file is left unchanged."""
+        self._suppressed = frozenset(targets)
 
     def get_config_schema(self) -> list[ConfigField]:
         """Enable switches and character budgets of the two targets."""
@@ -201,7 +206,7 @@ class BuiltinMemoryProvider(MemoryProvider):
         if self._listener is None:
             return
         metadata: dict[str, Any] = {
-            "session_id": str(call_kwargs.get("session_id") or self._session_id),
+            "session_id": _session_of(call_kwargs) or self._initial.session_id,
             "tool_call_id": str(call_kwargs.get("tool_call_id") or ""),
             "source": str(call_kwargs.get("source") or "memory_tool"),
         }
@@ -215,6 +220,14 @@ class BuiltinMemoryProvider(MemoryProvider):
             self._listener(change.action, change.target, change.content, metadata)
         except Exception:
             log.warning("memory write listener failed", exc_info=True)
+
+
+def _session_of(call_kwargs: dict[str, Any]) -> str:
+    """The session a tool call belongs to: its ``context``'s, else its ``session_id``."""
+    context = call_kwargs.get("context")
+    if isinstance(context, SessionContext) and context.session_id:
+        return context.session_id
+    return str(call_kwargs.get("session_id") or "")
 
 
 def create_builtin_provider(

@@ -1,9 +1,10 @@
 """The built-in ``sessions`` provider: exposes ``session_search`` over a ``SessionStore``.
 
 It never writes messages and never closes the store: ``Memory`` owns the store, persists
-turns through it and closes it. It learns the live session id from ``initialize`` and
-``on_session_switch`` (so recall skips the current lineage) and the user scope from the
-``user_id`` initialize kwarg.
+turns through it and closes it. The live session (whose lineage recall skips) and the user
+scope come from the ``SessionContext`` the manager passes with each tool call, so a call
+made right after a session switch already sees the new session. Used on its own, it falls
+back to a ``session_id`` keyword, then to the context it was initialized with.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import logging
 from typing import Any
 
 from memoryport._builtin import mark_builtin
-from memoryport.errors import MemoryportError
+from memoryport.errors import MemoryportError, ToolArgumentError, tool_error, tool_error_json
 from memoryport.provider import MemoryProvider
 from memoryport.providers.sessions.tool import SESSION_SEARCH_SCHEMA, ToolContext, session_search
 from memoryport.storage.sessions.base import SessionStore
-from memoryport.types import InitContext, ToolSchema
+from memoryport.types import SessionContext, ToolSchema
 
 __all__ = ["SessionSearchProvider", "create_sessions_provider"]
 
@@ -29,8 +30,7 @@ class SessionSearchProvider(MemoryProvider):
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
-        self.session_id = ""
-        self.user_id: str | None = None
+        self._initial = SessionContext()
 
     @property
     def name(self) -> str:
@@ -41,56 +41,49 @@ class SessionSearchProvider(MemoryProvider):
         """True: the store is embedded, nothing to configure."""
         return True
 
-    def initialize(self, session_id: str, **kwargs: Any) -> None:
-        """Remember the live session id and the user scope."""
-        context = InitContext.from_kwargs(**kwargs)
-        self.session_id = session_id
-        self.user_id = context.user_id or None
+    def initialize(
+        self, session_id: str, *, context: SessionContext | None = None, **kwargs: Any
+    ) -> None:
+        """Keep the context (the default when a tool call brings none)."""
+        self._initial = context or SessionContext.from_kwargs(session_id, **kwargs)
 
     def get_tool_schemas(self) -> list[ToolSchema]:
         """The ``session_search`` schema."""
         return [SESSION_SEARCH_SCHEMA]
 
-    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        """Run ``session_search``; every failure comes back as ``{"success": false, "error"}``.
+    def handle_tool_call(
+        self,
+        tool_name: str,
+        args: dict[str, Any],
+        *,
+        context: SessionContext | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """Run ``session_search``; every failure comes back in the one tool-error shape
+        (``{"success": false, "error", "error_type"}``, see ``memoryport.errors``).
 
-        The live session (whose lineage recall skips) is the ``session_id`` keyword the
-        caller passes (``Memory.call_tool`` always does), falling back to the id learned
-        from ``initialize``/``on_session_switch``: the manager delivers switches in the
-        background, so right after a switch ``self.session_id`` may still be the old one.
+        The live session and the user scope are the ``context``'s (the manager passes it);
+        without one, a ``session_id`` keyword names the live session and the context from
+        ``initialize`` gives the rest.
         """
         if tool_name != "session_search":
-            return json.dumps({"success": False, "error": f"sessions has no tool {tool_name!r}"})
-        live = kwargs.get("session_id")
-        context = ToolContext(
-            live if isinstance(live, str) and live else self.session_id, self.user_id
-        )
+            return tool_error_json(f"sessions has no tool {tool_name!r}", "ToolNotFound")
+        if context is None:
+            live = kwargs.get("session_id")
+            context = self._initial
+            if isinstance(live, str) and live:
+                context = context.switched(live, context.parent_session_id)
+        tool_context = ToolContext(context.session_id, context.user_id or None)
         try:
             if not isinstance(args, dict):
-                raise MemoryportError("arguments must be a JSON object")
-            result = session_search(self.store, args, context)
+                raise ToolArgumentError("arguments must be a JSON object")
+            result = session_search(self.store, args, tool_context)
         except MemoryportError as exc:
-            result = {"success": False, "error": str(exc), "error_type": type(exc).__name__}
+            result = exc.to_dict()
         except Exception as exc:  # the tool edge: never let a provider bug crash the turn
             log.exception("session_search failed")
-            result = {
-                "success": False,
-                "error": f"session_search failed: {exc}",
-                "error_type": type(exc).__name__,
-            }
+            result = tool_error(f"session_search failed: {exc}", type(exc).__name__)
         return json.dumps(result, ensure_ascii=False)
-
-    def on_session_switch(
-        self,
-        new_session_id: str,
-        *,
-        parent_session_id: str = "",
-        reset: bool = False,
-        reason: str = "",
-        **kwargs: Any,
-    ) -> None:
-        """Track the new live session id."""
-        self.session_id = new_session_id
 
 
 def create_sessions_provider(store: SessionStore) -> SessionSearchProvider:
