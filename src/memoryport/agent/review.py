@@ -7,8 +7,9 @@ the review prompt, and lets the model call only the curated ``memory`` tool, thr
 ``Memory.call_tool("memory", ...)``. External providers are never prefetched or synced
 for it (Hermes' ``skip_memory``): the review harness is not conversation. A curated write
 made by the review is mirrored to providers' ``on_memory_write`` like any curated write,
-with ``source="background_review"`` in its metadata. The review never blocks the user,
-and its failures are logged, never raised.
+with ``source="background_review"`` in its metadata. No review starts while a provider's
+``capabilities()`` suppresses local writes for both curated targets (the seed-01 proposal's
+rule). The review never blocks the user, and its failures are logged, never raised.
 """
 
 from __future__ import annotations
@@ -99,7 +100,11 @@ class BackgroundReviewer:
         return thread is not None and thread.is_alive()
 
     def start(self, system_prompt: str, history: Sequence[Message]) -> bool:
-        """Start a review of ``history``; False (and nothing started) if one is running."""
+        """Start a review of ``history``; False (and nothing started) if one is running or
+        a provider suppresses both curated targets (``Memory.local_writes_suppressed``)."""
+        if self._memory.local_writes_suppressed:
+            log.info("memory review skipped: a provider handles both memory targets")
+            return False
         with self._lock:
             if self.running:
                 log.info("memory review skipped: the previous one is still running")
