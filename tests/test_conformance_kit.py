@@ -49,6 +49,16 @@ class NonJsonTool(Recorder):
         return "plain text, not JSON"
 
 
+class ForeignToolNames(Recorder):
+    def capabilities(self) -> dict[str, Any]:
+        return {"tool_names": {"someone_elses_tool"}}
+
+
+class BadSuppression(Recorder):
+    def capabilities(self) -> dict[str, Any]:
+        return {"suppresses_local_writes": {"users": "yes"}}
+
+
 class BadSchema(Recorder):
     def get_tool_schemas(self) -> list[dict[str, Any]]:
         return [{"name": "has space", "parameters": {"type": "array"}}]
@@ -61,6 +71,8 @@ class BadSchema(Recorder):
         (RaisesBeforeInit("early"), "test_hooks_tolerate_calls_before_initialize"),
         (NonJsonTool("nonjson"), "test_handle_tool_call_returns_json"),
         (BadSchema("badschema"), "test_tool_schemas_are_valid_openai_functions"),
+        (ForeignToolNames("foreign"), "test_capabilities_are_well_formed"),
+        (BadSuppression("badsup"), "test_capabilities_are_well_formed"),
     ],
 )
 def test_kit_catches_broken_providers(

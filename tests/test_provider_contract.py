@@ -108,3 +108,81 @@ def test_signature_variants_are_adapted() -> None:
         ("sync", "u", "a", "s1"),
     ]
     assert not profile.hooks["prefetch"].overridden  # absent on a duck-typed provider
+
+
+# --------------------------------------------------------------------------- seed-01 shape
+
+
+class SeedShaped:
+    """The proposal's shape (duck-typed, no base class)."""
+
+    name = "seed"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, ...]] = []
+
+    def initialize(self, session_key: str, config: dict[str, Any]) -> None:
+        self.seen.append(("initialize", session_key, config))
+
+    def enrich_turn(self, user_message: str, messages: list[dict[str, Any]]) -> str | None:
+        self.seen.append(("enrich_turn", user_message, messages))
+        return None
+
+    def on_memory_write(
+        self, action: str, target: str, content: str | None, old_text: str | None = None
+    ) -> None:
+        self.seen.append(("on_memory_write", action, target, content, old_text))
+
+    def on_turn_complete(self, user_message: str, assistant_response: str) -> None:
+        self.seen.append(("on_turn_complete", user_message, assistant_response))
+
+    def on_compress(self, messages: list[dict[str, Any]], compression_count: int) -> None:
+        self.seen.append(("on_compress", messages, compression_count))
+
+
+def test_seed01_shape_is_recognised_and_mapped_once_at_registration() -> None:
+    provider = SeedShaped()
+    profile = inspect_provider(provider, "seed")
+    assert profile.shape == "seed01"
+    hooks = profile.hooks
+    assert all(hooks[h].overridden for h in ("prefetch", "sync_turn", "on_pre_compress"))
+    sections = {"seed": {"mode": "context"}}
+    hooks["initialize"].call("s1", home="/h", provider_config=sections.get, context=object())
+    hooks["prefetch"].call("q", session_id="s1", history=lambda: [{"role": "user", "content": "x"}])
+    hooks["sync_turn"].call("u", "a", session_id="s1", messages=[])
+    hooks["on_memory_write"].call("replace", "user", "new", {"old_text": "old", "source": "t"})
+    hooks["on_pre_compress"].call([{"role": "user", "content": [{"text": "hi"}]}],
+                                  compression_count=3)
+    assert provider.seen == [
+        ("initialize", "s1", {"mode": "context"}),
+        ("enrich_turn", "q", [{"role": "user", "content": "x"}]),
+        ("on_turn_complete", "u", "a"),
+        ("on_memory_write", "replace", "user", "new", "old"),
+        ("on_compress", [{"role": "user", "content": "hi"}], 3),
+    ]
+
+
+def test_hermes_hooks_win_over_seed_names_and_adapter_keywords_stay_hidden() -> None:
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    class Mixed(Minimal):
+        def prefetch(self, query: str, **kwargs: Any) -> str:
+            seen.append(("prefetch", kwargs))
+            return ""
+
+        def enrich_turn(self, user_message: str, messages: list[Any]) -> str:
+            raise AssertionError("prefetch is implemented: enrich_turn is not mapped")
+
+        def on_pre_compress(self, messages: list[Any], **kwargs: Any) -> str:
+            seen.append(("on_pre_compress", kwargs))
+            return ""
+
+    profile = inspect_provider(Mixed(), "mixed")
+    profile.hooks["prefetch"].call("q", session_id="s", history=list)
+    profile.hooks["on_pre_compress"].call([], compression_count=1)
+    profile.hooks["initialize"].call("s", home="/h", provider_config={"a": 1})
+    assert seen == [("prefetch", {"session_id": "s"}), ("on_pre_compress", {})]
+    plain = Minimal()
+    inspect_provider(plain, "minimal").hooks["initialize"].call("s", provider_config={"a": 1})
+    assert plain.kwargs == {}
+    assert inspect_provider(plain, "minimal").shape == "hermes"
