@@ -203,7 +203,7 @@ def test_disabled_targets(tmp_path: Path) -> None:
     assert off.get_tool_schemas() == []
     assert off.system_prompt_block() == ""
     result = _call(off, action="add", target="memory", content="x")
-    assert result == {"success": False, "error": result["error"]}
+    assert result == {"success": False, "error": result["error"], "error_type": "ToolUnavailable"}
     assert "not available" in result["error"]
 
 

@@ -28,13 +28,13 @@ shutdown               after the queue is drained    15 s default per provider
 
 from __future__ import annotations
 
-import json
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from memoryport.config.schema import ConfigField
+from memoryport.errors import tool_error_json
 from memoryport.types import Message, ToolSchema
 
 __all__ = [
@@ -115,9 +115,9 @@ class MemoryProvider(ABC):
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         """Run one of this provider's tools and return a JSON string.
 
-        Default: a JSON error saying the provider has no such tool.
+        Default: a JSON error (``memoryport.errors.tool_error``) saying it has no such tool.
         """
-        return json.dumps({"error": f"Provider '{self.name}' has no tool '{tool_name}'"})
+        return tool_error_json(f"Provider '{self.name}' has no tool '{tool_name}'", "ToolNotFound")
 
     # ------------------------------------------------------------------ per turn
     def system_prompt_block(self) -> str:

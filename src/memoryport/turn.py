@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memoryport.errors import tool_error_json
 from memoryport.fence import inject_memory_context, sanitize_context
 from memoryport.types import ContextPair, Message, SessionContext
 
@@ -31,7 +32,7 @@ UserContent = str | list[dict[str, Any]]
 API_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
 """The message keys the chat-completions API accepts (``tool_name`` etc. are dropped)."""
 
-NO_RESULT = json.dumps({"error": "no result was recorded for this tool call"})
+NO_RESULT = tool_error_json("no result was recorded for this tool call", "ToolUnavailable")
 """The content given to a tool call that the turn ended without answering."""
 
 
@@ -186,7 +187,10 @@ class Turn:
         args = valid_utf8(args)
         call_id = valid_text(str(tool_call_id)) if tool_call_id else new_call_id()
         if not name.strip():
-            result = json.dumps({"error": "a tool call needs a tool name"})
+            result = tool_error_json(
+                "a tool call needs a tool name: call one of the tools offered",
+                "ToolArgumentError",
+            )
             if not self._record_call(call_id, name, args, add=False):
                 return result
         else:

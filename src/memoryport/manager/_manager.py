@@ -537,7 +537,7 @@ class MemoryManager:
         """Route a tool call to its provider; always returns a JSON string, never raises."""
         slot = self._tool_table().get(tool_name)
         if slot is None:
-            return error_json(f"No memory provider handles tool '{tool_name}'")
+            return error_json(f"No memory provider handles tool '{tool_name}'", "ToolNotFound")
         parsed = parse_tool_args(tool_name, args)
         if isinstance(parsed, str):
             return parsed
@@ -549,10 +549,13 @@ class MemoryManager:
             result = future.result(timeout=self.settings.tool_deadline_s)
         except TimeoutError:
             slot.health.timeout("handle_tool_call")
-            return error_json(f"Memory tool '{tool_name}' timed out")
+            return error_json(
+                f"Memory tool '{tool_name}' timed out after {self.settings.tool_deadline_s:g}s",
+                "TimeoutError",
+            )
         except Exception as exc:
             slot.health.error("handle_tool_call", exc, time.perf_counter() - started)
-            return error_json(f"Memory tool '{tool_name}' failed: {exc}")
+            return error_json(f"Memory tool '{tool_name}' failed: {exc}", type(exc).__name__)
         slot.health.ok("handle_tool_call", time.perf_counter() - started)
         return result_to_json(tool_name, result)
 

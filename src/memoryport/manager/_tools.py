@@ -8,6 +8,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
+from memoryport.errors import tool_error_json
 from memoryport.types import ToolSchema
 
 __all__ = [
@@ -32,9 +33,10 @@ their names through ``MemoryManager.reserve_tool_names``.
 Owner = TypeVar("Owner")
 
 
-def error_json(message: str) -> str:
-    """A tool error as the JSON string a model receives: ``{"error": message}``."""
-    return json.dumps({"error": message})
+def error_json(message: str, error_type: str) -> str:
+    """A tool error as the JSON string a model receives, in the one shape
+    (``{"success": false, "error": message, "error_type": ...}``, ``memoryport.errors``)."""
+    return tool_error_json(message, error_type)
 
 
 def normalize_schemas(raw: Any, provider: str) -> list[ToolSchema]:
@@ -99,10 +101,15 @@ def parse_tool_args(tool_name: str, args: Any) -> dict[str, Any] | str:
         try:
             args = json.loads(args) if args.strip() else {}
         except json.JSONDecodeError as exc:
-            return error_json(f"Arguments for tool '{tool_name}' are not valid JSON: {exc}")
+            return error_json(
+                f"Arguments for tool '{tool_name}' are not valid JSON: {exc}", "ToolArgumentError"
+            )
     if not isinstance(args, dict):
         kind = type(args).__name__
-        return error_json(f"Arguments for tool '{tool_name}' must be a JSON object, got {kind}")
+        return error_json(
+            f"Arguments for tool '{tool_name}' must be a JSON object, got {kind}",
+            "ToolArgumentError",
+        )
     return args
 
 
@@ -112,4 +119,7 @@ def result_to_json(tool_name: str, result: Any) -> str:
         return result
     if isinstance(result, dict | list):
         return json.dumps(result)
-    return error_json(f"Memory tool '{tool_name}' returned {type(result).__name__}")
+    return error_json(
+        f"Memory tool '{tool_name}' returned {type(result).__name__}, not a JSON string",
+        "ProviderError",
+    )

@@ -1,7 +1,8 @@
 """The ``memory`` tool: its OpenAI function schema and the dispatcher that returns JSON.
 
 This is an edge: the store raises typed errors and :func:`run_memory_tool` turns every one
-of them into a JSON string (``{"success": false, "error": ...}``); it never raises.
+of them into a JSON string in the one tool-error shape (``{"success": false, "error": ...,
+"error_type": ...}``, see ``memoryport.errors``); it never raises.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memoryport.errors import MemoryportError
+from memoryport.errors import MemoryportError, tool_error
 from memoryport.providers.curated.store import CuratedMemory, WriteResult
 from memoryport.types import ToolSchema
 
@@ -108,8 +109,12 @@ def memory_tool_schema() -> ToolSchema:
     return copy.deepcopy(MEMORY_TOOL_SCHEMA)
 
 
-def _error(message: str, **extra: Any) -> ToolOutcome:
-    return ToolOutcome(json.dumps({"success": False, "error": message, **extra}))
+def _error(message: str, error_type: str = "ToolArgumentError", **extra: Any) -> ToolOutcome:
+    return _failed(tool_error(message, error_type, **extra))
+
+
+def _failed(payload: dict[str, Any]) -> ToolOutcome:
+    return ToolOutcome(json.dumps(payload, ensure_ascii=False))
 
 
 def _success(result: WriteResult) -> ToolOutcome:
@@ -129,19 +134,20 @@ def run_memory_tool(store: CuratedMemory | None, args: Mapping[str, Any]) -> Too
     """Run one ``memory`` tool call against ``store`` and return the JSON outcome.
 
     ``store`` of None (memory disabled or not set up) gives the "not available" error. Every
-    failure, expected or not, comes back as ``{"success": false, "error": ...}``.
+    failure, expected or not, comes back as ``{"success": false, "error": ..., "error_type":
+    ...}``.
     """
     if store is None:
-        return _error(_UNAVAILABLE)
+        return _error(_UNAVAILABLE, "ToolUnavailable")
     if not isinstance(args, Mapping):
         return _error(f"Arguments must be a JSON object, got {type(args).__name__}.")
     try:
         return _dispatch(store, args)
     except MemoryportError as exc:
-        return ToolOutcome(json.dumps({"success": False, **exc.to_dict()}, ensure_ascii=False))
+        return _failed(exc.to_dict())
     except Exception as exc:
         log.exception("memory tool failed unexpectedly")
-        return _error(f"Memory tool failed: {type(exc).__name__}: {exc}")
+        return _error(f"Memory tool failed: {type(exc).__name__}: {exc}", type(exc).__name__)
 
 
 def _dispatch(store: CuratedMemory, args: Mapping[str, Any]) -> ToolOutcome:
