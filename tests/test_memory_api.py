@@ -134,3 +134,26 @@ def test_call_tool_source_reaches_write_metadata(tmp_path: Path) -> None:
     assert writes[0][:3] == ("add", "memory", "Project uses pytest.")
     assert writes[0][3]["source"] == "background_review"
     memory.close()
+
+
+def test_stored_history_becomes_chat_messages_one_way(tmp_path: Path) -> None:
+    """``on_session_end`` and the agent's resume get the same messages, tool calls kept."""
+    from memoryport.agent import Agent, ChatClient
+
+    rec = recorder()
+    memory = make_memory(tmp_path, [rec])
+    memory.start_session("s1")
+    turn = memory.begin_turn("remember oolong")
+    turn.handle_tool_call("memory", {"action": "add", "content": "Likes oolong."},
+                          tool_call_id="call_1")
+    memory.end_turn(turn, "Saved.")
+    stored = memory.session_messages("s1")
+    assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
+    assert stored[1]["tool_calls"][0]["id"] == stored[2]["tool_call_id"] == "call_1"
+    client = ChatClient("m", base_url="http://127.0.0.1:9/v1", api_key="test")
+    assert Agent(memory, client, handle_sigterm=False).load_history("s1") == stored
+    memory.switch_session(reason="new")
+    memory.flush(10)
+    [(ended,)] = [args for name, args, _ in rec.calls if name == "on_session_end"]
+    assert ended == stored
+    memory.close()

@@ -37,7 +37,7 @@ from memoryport.errors import MemoryportError, SessionNotFound, StoreError
 from memoryport.manager import ManagerSettings, MemoryManager
 from memoryport.providers.curated import BuiltinMemoryProvider
 from memoryport.storage.sessions.base import SessionStore, flatten_content, new_session_id
-from memoryport.turn import Turn, UserContent, clean_user_content
+from memoryport.turn import Turn, UserContent, chat_messages, clean_user_content
 from memoryport.types import ContextPair, Message, SessionContext, ToolSchema
 
 __all__ = [
@@ -361,15 +361,19 @@ class Memory:
         except MemoryportError as exc:
             log.warning("could not mark session %s ended: %s", session_id, exc)
 
+    def session_messages(self, session_id: str) -> list[Message]:
+        """A stored session's messages as chat messages (``tool_calls`` and ``tool_call_id``
+        kept), oldest first. ``SessionNotFound`` for an unknown (or not yet stored) id."""
+        return chat_messages(self._store.get_messages(session_id))
+
     def _history(self, session_id: str) -> list[Message]:
         if session_id in self._drafts:
             return []  # not stored yet: no messages
         try:
-            records = self._store.get_messages(session_id)
+            return self.session_messages(session_id)
         except MemoryportError as exc:
-            log.warning("could not read session %s for on_session_end: %s", session_id, exc)
+            log.warning("could not read session %s: %s", session_id, exc)
             return []
-        return [{"role": r.role, "content": r.content} for r in records]
 
     def _rebuild_prompt(self) -> str:
         if self._curated is not None:

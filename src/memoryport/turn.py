@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from memoryport.types import ContextPair, Message, SessionContext
 __all__ = [
     "Turn",
     "UserContent",
+    "chat_messages",
     "clean_user_content",
     "close_tool_chain",
     "valid_text",
@@ -76,6 +77,20 @@ def _call_ids(message: Message) -> list[str]:
     calls = message.get("tool_calls") or []
     ids = (c.get("id") for c in calls if isinstance(c, dict))
     return [i for i in ids if isinstance(i, str)]
+
+
+def chat_messages(records: Iterable[Any]) -> list[Message]:
+    """Stored messages (``role``, ``content``, ``tool_calls``, ``tool_call_id`` attributes) as
+    chat messages, tool calls and their ids kept: the one conversion every reader uses."""
+    out: list[Message] = []
+    for record in records:
+        message: Message = {"role": record.role, "content": record.content}
+        if record.tool_calls:
+            message["tool_calls"] = record.tool_calls
+        if record.tool_call_id:
+            message["tool_call_id"] = record.tool_call_id
+        out.append(message)
+    return out
 
 
 def close_tool_chain(messages: list[Message]) -> list[Message]:

@@ -153,20 +153,11 @@ class Agent:
         return f"{base}\n\n{frozen}" if frozen else base
 
     def load_history(self, session_id: str) -> list[Message]:
-        """A stored session's messages as chat messages (read through ``Memory.sessions``)."""
-        history: list[Message] = []
+        """A stored session's messages as chat messages (``Memory.session_messages``)."""
         try:
-            records = self.memory.sessions.get_messages(session_id)
+            return self.memory.session_messages(session_id)
         except SessionNotFound:
-            return history  # a new session: stored with its first message
-        for record in records:
-            message: Message = {"role": record.role, "content": record.content}
-            if record.tool_calls:
-                message["tool_calls"] = record.tool_calls
-            if record.tool_call_id:
-                message["tool_call_id"] = record.tool_call_id
-            history.append(message)
-        return history
+            return []  # a new session: stored with its first message
 
     def new_session(self) -> str:
         """``/new``: commit this session and start an empty one."""
