@@ -13,9 +13,8 @@ import json
 import logging
 from typing import Any
 
-from memoryport._builtin import mark_builtin
 from memoryport.errors import MemoryportError, ToolArgumentError, tool_error, tool_error_json
-from memoryport.provider import MemoryProvider
+from memoryport.provider import MemoryProvider, mark_builtin
 from memoryport.providers.sessions.tool import SESSION_SEARCH_SCHEMA, ToolContext, session_search
 from memoryport.storage.sessions.base import SessionStore
 from memoryport.types import SessionContext, ToolSchema
