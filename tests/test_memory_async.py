@@ -65,3 +65,18 @@ def test_async_turn_lifecycle_and_compression(tmp_path: Path) -> None:
     assert hooks.index("on_pre_compress") < hooks.index("on_session_end")
     assert hooks.index("on_session_end") < hooks.index("on_session_switch")
     assert hooks[-1] == "shutdown"
+
+
+def test_async_context_and_session_messages(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        memory = await _open(tmp_path, [])
+        await memory.start_session("s1", source="api")
+        turn = await memory.begin_turn("hello")
+        await memory.end_turn(turn, "hi")
+        assert memory.context.session_id == "s1" and memory.context.platform == "api"
+        assert await memory.session_messages("s1") == [
+            {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}
+        ]
+        await memory.close()
+
+    asyncio.run(scenario())

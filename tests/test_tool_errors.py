@@ -134,3 +134,19 @@ def test_extra_keys_never_override_the_shape() -> None:
         "success": False, "error": "m", "error_type": "T"
     }
     assert json.loads(tool_error_json("é", "T"))["error"] == "é"
+
+
+def test_the_reference_agent_answers_in_the_same_shape(tmp_path: Path) -> None:
+    from fake_openai import FakeOpenAI, Reply, ToolCall
+    from memoryport.agent import Agent, ChatClient
+
+    script = [Reply(tool_calls=[ToolCall("shell", {"cmd": "ls"}, id="c1")]), Reply(content="ok")]
+    with FakeOpenAI(script) as server:
+        memory = make_memory(tmp_path)
+        client = ChatClient("fake-model", base_url=server.base_url, api_key="test")
+        agent = Agent(memory, client, blocked_tools=frozenset({"shell"}), handle_sigterm=False)
+        agent.run_turn("list files")
+        agent.close()
+    sent = server.requests[-1]["messages"]
+    [tool] = [m for m in sent if m["role"] == "tool"]
+    assert _shape(tool["content"])["error_type"] == "ToolNotFound"

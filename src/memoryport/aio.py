@@ -15,7 +15,7 @@ from typing import Any
 
 from memoryport.api import CompressionResult, Memory, SwitchReason, open_memory
 from memoryport.turn import Turn, UserContent
-from memoryport.types import Message, ToolSchema
+from memoryport.types import Message, SessionContext, ToolSchema
 
 __all__ = ["AsyncMemory", "open_async"]
 
@@ -32,6 +32,11 @@ class AsyncMemory:
     def session_id(self) -> str:
         """The active session id."""
         return self.memory.session_id
+
+    @property
+    def context(self) -> SessionContext:
+        """The active session context (``Memory.context``)."""
+        return self.memory.context
 
     @property
     def system_prompt(self) -> str:
@@ -93,6 +98,10 @@ class AsyncMemory:
         return await asyncio.to_thread(
             self.memory.rotate_after_compression, messages, str(summary), contributions
         )
+
+    async def session_messages(self, session_id: str) -> list[Message]:
+        """Async ``Memory.session_messages``."""
+        return await asyncio.to_thread(self.memory.session_messages, session_id)
 
     async def flush(self, timeout: float | None = None) -> int:
         """Async ``Memory.flush``."""

@@ -32,7 +32,7 @@ from memoryport.agent.llm import AssistantReply, ChatClient, TextSink, ToolCallR
 from memoryport.agent.review import BackgroundReviewer
 from memoryport.api import Memory
 from memoryport.config import AgentSettings
-from memoryport.errors import SessionNotFound, StoreError
+from memoryport.errors import SessionNotFound, StoreError, tool_error_json
 from memoryport.turn import Turn
 from memoryport.types import Message
 
@@ -207,7 +207,7 @@ class Agent:
                               "tool_name": call.name, "content": result})
             return
         if call.name in self.blocked_tools:
-            result = json.dumps({"error": f"Tool '{call.name}' is not available here"})
+            result = tool_error_json(f"Tool '{call.name}' is not available here", "ToolNotFound")
             turn.add_message({"role": "tool", "tool_call_id": call.id,
                               "tool_name": call.name, "content": result})
             return
@@ -356,5 +356,5 @@ def _close_open_tool_calls(turn: Turn) -> None:
         for call in message.get("tool_calls") or []:
             if call.get("id") not in answered:
                 turn.add_message({"role": "tool", "tool_call_id": call.get("id"),
-                                  "content": json.dumps({"error": "interrupted"})})
+                                  "content": tool_error_json("interrupted", "ToolUnavailable")})
 

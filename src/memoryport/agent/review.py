@@ -14,7 +14,6 @@ rule). The review never blocks the user, and its failures are logged, never rais
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from typing import Any
 
 from memoryport.agent.llm import ChatClient, ToolCallRequest
 from memoryport.api import Memory
+from memoryport.errors import tool_error_json
 from memoryport.types import Message
 
 __all__ = ["REVIEW_PROMPT", "REVIEW_SOURCE", "BackgroundReviewer", "run_review"]
@@ -76,7 +76,9 @@ def run_review(
 
 def _review_tool(memory: Memory, call: ToolCallRequest) -> str:
     if call.name != "memory":
-        return json.dumps({"error": f"Tool '{call.name}' is not available in a memory review"})
+        return tool_error_json(
+            f"Tool '{call.name}' is not available in a memory review", "ToolNotFound"
+        )
     return memory.call_tool(
         "memory", call.arguments, tool_call_id=call.id, source=REVIEW_SOURCE
     )
