@@ -22,7 +22,7 @@ from memoryport.config import ConfigWarning, config_path, env_path, load_config,
 from memoryport.config.secrets import holds_secret
 from memoryport.errors import ConfigError, MemoryportError
 from memoryport.plugins import discover, load
-from memoryport.storage.sessions.migrations import MIGRATIONS
+from memoryport.storage.sessions.sqlite.migrations import MIGRATIONS
 
 __all__ = ["Check", "MigrationStatus", "diagnose", "migration_status"]
 
@@ -328,7 +328,7 @@ def _check_sessions(home: Path) -> Iterator[Check]:
         )
         return
     try:
-        from memoryport.storage.sessions import postgres_connect as pg
+        from memoryport.storage.sessions.postgres import connect as pg
     except ConfigError as exc:
         yield Check("sessions", "fail", str(exc), "pip install 'memoryport[postgres]'")
         return
