@@ -11,8 +11,8 @@ import pytest
 
 from conftest import StoreMaker
 from memoryport.errors import StoreError, ToolArgumentError
-from memoryport.storage.sessions.base import SessionStore, export_line
-from memoryport.storage.sessions.portable import EXPORT_FORMAT, EXPORT_VERSION
+from memoryport.storage.sessions.base import SessionStore
+from memoryport.storage.sessions.portable import EXPORT_FORMAT, EXPORT_VERSION, export_line
 
 
 def _seed(store: SessionStore) -> None:

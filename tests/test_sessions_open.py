@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from memoryport.errors import StoreError
-from memoryport.storage.sessions import migrations
-from memoryport.storage.sessions.sqlite import SQLiteSessionStore
+from memoryport.storage.sessions.sqlite import SQLiteSessionStore, migrations
 
 _OPENER = textwrap.dedent(
     """

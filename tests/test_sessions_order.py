@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memoryport.storage.sessions import _sqlite_search
 from memoryport.storage.sessions.base import SessionStore
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
+from memoryport.storage.sessions.sqlite import search as sqlite_search
 
 
 def _fill(store: SessionStore, name: str, start: float, count: int, text: str) -> list[int]:
@@ -43,7 +43,7 @@ def test_equal_timestamps_tie_by_id(store: SessionStore) -> None:
 def test_common_word_walks_the_time_index_in_time_order(tmp_path: Path) -> None:
     """More matches than SMALL_MATCH take the index-walk path; order must still be by time."""
     store = SQLiteSessionStore(tmp_path / "state.db")
-    many = _sqlite_search.SMALL_MATCH + 500
+    many = sqlite_search.SMALL_MATCH + 500
     recent = _fill(store, "recent", 2_000_000.0, many // 2, "common walrus")
     old = _fill(store, "old", 1_000_000.0, many - many // 2, "common walrus")
     hidden = store.create_session("t", source="tool", started_at=9e9).id  # hidden source

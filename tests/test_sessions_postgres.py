@@ -21,8 +21,7 @@ import pytest
 
 import pgserver
 from memoryport.errors import MigrationError
-from memoryport.storage.sessions import postgres_migrations as migrations
-from memoryport.storage.sessions.postgres import PostgresSessionStore
+from memoryport.storage.sessions.postgres import PostgresSessionStore, migrations
 
 pytestmark = pytest.mark.postgres
 

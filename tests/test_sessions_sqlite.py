@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from memoryport.errors import SessionNotFound, StoreError
-from memoryport.storage.sessions import migrations
-from memoryport.storage.sessions.sqlite import SQLiteSessionStore
+from memoryport.storage.sessions.sqlite import SQLiteSessionStore, migrations
 
 
 def _schema(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
@@ -223,9 +222,9 @@ def test_four_writers_and_a_searcher_never_see_locked(tmp_path: Path) -> None:
 
 
 def test_relevance_on_very_common_words_stays_bounded(tmp_path: Path, monkeypatch: Any) -> None:
-    from memoryport.storage.sessions import _sqlite_search
+    from memoryport.storage.sessions.sqlite import search as sqlite_search
 
-    monkeypatch.setattr(_sqlite_search, "RELEVANCE_WINDOW", 5)
+    monkeypatch.setattr(sqlite_search, "RELEVANCE_WINDOW", 5)
     store = SQLiteSessionStore(tmp_path / "state.db")
     old = store.create_session("old", user_id="u1")
     rare_id = store.append_message(old.id, {"role": "user", "content": "common okapi"})

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from memoryport.errors import SessionNotFound, StoreError, ToolArgumentError
-from memoryport.storage.sessions.base import MessageInput, SessionStore
+from memoryport.storage.sessions.base import SessionStore
+from memoryport.storage.sessions.records import MessageInput
 
 PUNCTUATION = {
     "user's": "the user's favourite colour is teal",

@@ -36,9 +36,9 @@ from memoryport.config import (
 from memoryport.errors import MemoryportError, SessionNotFound, StoreError
 from memoryport.manager import ManagerSettings, MemoryManager
 from memoryport.providers.curated import BuiltinMemoryProvider
-from memoryport.storage.sessions.base import SessionStore, flatten_content, new_session_id
+from memoryport.storage.sessions.base import SessionStore, new_session_id
 from memoryport.turn import Turn, UserContent, chat_messages, clean_user_content
-from memoryport.types import ContextPair, Message, SessionContext, ToolSchema
+from memoryport.types import ContextPair, Message, SessionContext, ToolSchema, flatten_content
 
 __all__ = [
     "CompressionResult",

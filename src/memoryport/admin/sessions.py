@@ -17,14 +17,14 @@ from typing import IO, Any, Literal, TypeAlias
 from memoryport._wiring import open_session_store
 from memoryport.config import Config, load_config
 from memoryport.errors import SessionNotFound
-from memoryport.storage.sessions.base import (
+from memoryport.storage.sessions.base import SessionStore
+from memoryport.storage.sessions.portable import Progress
+from memoryport.storage.sessions.records import (
     ImportReport,
     MessageRecord,
-    Progress,
     SearchHit,
     SearchResult,
     SessionRecord,
-    SessionStore,
     SessionSummary,
     SortOrder,
 )

@@ -20,14 +20,13 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from memoryport.errors import StoreError, ToolArgumentError
-from memoryport.storage.sessions.base import (
+from memoryport.storage.sessions.base import SessionStore, clamp
+from memoryport.storage.sessions.records import (
     MessageRecord,
     MessageWindow,
     SearchHit,
     SessionRecord,
-    SessionStore,
     SortOrder,
-    clamp,
 )
 from memoryport.storage.sessions.query import parse_query
 from memoryport.storage.sessions.render import readable_snippet as _readable_snippet

@@ -1,11 +1,10 @@
-"""The ``SessionStore`` interface, plus the records and helpers every backend shares.
+"""The ``SessionStore`` interface and the logic every backend shares.
 
-Every backend (SQLite, PostgreSQL) implements :class:`SessionStore` and returns the frozen
-records defined in :mod:`memoryport.storage.sessions.records`. Logic that does not need
-SQL lives in :mod:`memoryport.storage.sessions.helpers` and
-:mod:`memoryport.storage.sessions.query`, or here as concrete methods of the interface
-(query parsing and the search fallback, user scoping, lineage walking), so that a backend
-keeps only its SQL. Records and helpers are re-exported here.
+Every backend (SQLite in :mod:`.sqlite`, PostgreSQL in :mod:`.postgres`) implements
+:class:`SessionStore` and returns the frozen records of :mod:`.records`. Logic that needs
+no SQL lives here as concrete methods of the interface (query parsing and the search
+fallback, user scoping, lineage walking) or in :mod:`.rows`, :mod:`.query`,
+:mod:`.temporal` and :mod:`.portable`, so that a backend keeps only its SQL.
 
 Timestamps are Unix seconds (float). Message ids are integers assigned by the store and
 increase with insertion order, so "newest" means "highest id" within a store.
@@ -14,31 +13,16 @@ increase with insertion order, so "newest" means "highest id" within a store.
 from __future__ import annotations
 
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any, Literal
 
 from memoryport.errors import SessionNotFound, StoreError, ToolArgumentError
-from memoryport.storage.sessions.helpers import (
-    check_session_fields,
-    clamp,
-    coerce_message,
-    export_line,
-    flatten_content,
-    group_export_lines,
-    new_session_id,
-    parse_export_line,
-    resolve_user,
-    shape_window,
-    visible_sources,
-    walk_to_root,
-)
-from memoryport.storage.sessions.portable import Progress
+from memoryport.storage.sessions.portable import Progress, read_export
 from memoryport.storage.sessions.query import ParsedQuery, parse_query
 from memoryport.storage.sessions.records import (
     DEFAULT_HIDDEN_SOURCES,
-    KNOWN_SOURCES,
-    SESSION_UPDATABLE_FIELDS,
     ImportReport,
     MatchMode,
     MessageInput,
@@ -52,35 +36,43 @@ from memoryport.storage.sessions.records import (
     SortOrder,
 )
 
-__all__ = [
-    "DEFAULT_HIDDEN_SOURCES",
-    "KNOWN_SOURCES",
-    "SESSION_UPDATABLE_FIELDS",
-    "ImportReport",
-    "MatchMode",
-    "MessageInput",
-    "MessageRecord",
-    "MessageWindow",
-    "Progress",
-    "SearchHit",
-    "SearchResult",
-    "SearchScope",
-    "SessionRecord",
-    "SessionStore",
-    "SessionSummary",
-    "SortOrder",
-    "check_session_fields",
-    "clamp",
-    "coerce_message",
-    "export_line",
-    "flatten_content",
-    "new_session_id",
-    "parse_export_line",
-    "resolve_user",
-    "shape_window",
-    "visible_sources",
-    "walk_to_root",
-]
+__all__ = ["SessionStore", "clamp", "new_session_id", "resolve_user", "walk_to_root"]
+
+
+def new_session_id() -> str:
+    """Return a fresh, sortable-enough session id (``YYYYmmdd_HHMMSS_<hex8>``)."""
+    return time.strftime("%Y%m%d_%H%M%S") + "_" + uuid.uuid4().hex[:8]
+
+
+def clamp(value: int, low: int, high: int) -> int:
+    """Clamp ``value`` into ``[low, high]``."""
+    return max(low, min(high, value))
+
+
+def resolve_user(store_user: str | None, call_user: str | None) -> str | None:
+    """Return the user id a call is scoped to.
+
+    A store bound to a user never serves another user: a different per-call user raises
+    ``StoreError``. An unbound store uses the per-call user (``None`` means unscoped).
+    """
+    if store_user and call_user and call_user != store_user:
+        raise StoreError(f"this store is bound to user {store_user!r}; refused user {call_user!r}")
+    return store_user or call_user or None
+
+
+def walk_to_root(session_id: str, parents: Mapping[str, str | None]) -> str:
+    """Follow ``parents`` (id -> parent id) from ``session_id`` to the lineage root.
+
+    Cycles and missing links stop the walk at the last known id.
+    """
+    seen = {session_id}
+    current = session_id
+    while True:
+        parent = parents.get(current)
+        if not parent or parent in seen:
+            return current
+        seen.add(parent)
+        current = parent
 
 
 class SessionStore(ABC):
@@ -124,11 +116,12 @@ class SessionStore(ABC):
     def _visible(
         self, sources: Sequence[str] | None, exclude: Sequence[str] | None
     ) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
-        """``(include, exclude)`` sources; ``exclude=None`` means this store's hidden ones."""
+        """``(include, exclude)`` sources; ``exclude=None`` means this store's hidden ones,
+        minus any the caller explicitly included (pass ``()`` to hide nothing)."""
+        include = tuple(sources) if sources else None
         if exclude is None:
-            include = tuple(sources) if sources else None
-            return include, tuple(s for s in self.hidden_sources if not include or s not in include)
-        return visible_sources(sources, exclude)
+            exclude = tuple(s for s in self.hidden_sources if not include or s not in include)
+        return include, tuple(exclude)
 
     def _scope(
         self,
@@ -463,7 +456,7 @@ class SessionStore(ABC):
         (``StoreError`` otherwise). ``progress`` receives ``("reading", ...)`` then
         ``("importing", messages written, messages to write)``.
         """
-        entries = group_export_lines(lines, progress)
+        entries = read_export(lines, progress)
         for session, _ in entries:
             resolve_user(self.user_id, session.user_id)
         return self._import_entries(entries, on_conflict, progress)

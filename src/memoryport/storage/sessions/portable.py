@@ -34,7 +34,9 @@ __all__ = [
     "EXPORT_VERSION",
     "ExportWriter",
     "Progress",
+    "export_line",
     "header_line",
+    "parse_export_line",
     "read_export",
     "record_from_dict",
 ]
@@ -320,3 +322,22 @@ def read_export(lines: Iterable[str | bytes], progress: Progress | None = None) 
         return reader.finish()
     except ToolArgumentError as exc:
         raise ToolArgumentError(f"line {number}: {exc}") from None
+
+
+def export_line(session: SessionRecord, message: MessageRecord | None) -> str:
+    """One version-1 export line: ``{"session": {...}, "message": {...} | null}``.
+
+    Exports are written in version 2 today (:class:`ExportWriter`); version-1 lines
+    still import.
+    """
+    payload = {"session": session.to_dict(), "message": message.to_dict() if message else None}
+    return json.dumps(payload, ensure_ascii=False, sort_keys=True)
+
+
+def parse_export_line(line: str) -> tuple[SessionRecord, MessageRecord | None]:
+    """Parse one version-1 export line; raises ``ToolArgumentError`` if malformed."""
+    entries = read_export([line])
+    if len(entries) != 1 or len(entries[0][1]) > 1:
+        raise ToolArgumentError('expected one {"session": ..., "message": ...} line')
+    session, messages = entries[0]
+    return session, (messages[0] if messages else None)

@@ -56,6 +56,7 @@ MAX_NESTING = 64
 class QueryError(StoreError):
     """A search query the parser refuses (today: parentheses nested too deep)."""
 
+
 _CJK_CLASS = (
     "\u3000-\u303f\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
     "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002a6df"
@@ -179,9 +180,11 @@ class ParsedQuery:
             return "no searchable words"
         text = "words: " + ", ".join(words)
         if self.literals:
-            text += "; messages containing " + " and ".join(
-                repr(lit) for lit in self.literals
-            ) + " literally ranked first"
+            text += (
+                "; messages containing "
+                + " and ".join(repr(lit) for lit in self.literals)
+                + " literally ranked first"
+            )
         return text
 
 

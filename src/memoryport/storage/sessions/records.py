@@ -1,14 +1,18 @@
-"""The frozen records every session store returns, and the type aliases of its interface.
+"""The frozen records every session store returns, the type aliases of its interface,
+and the checks its input goes through (:func:`coerce_message`, :func:`valid_text`, ...).
 
-Re-exported by :mod:`memoryport.storage.sessions.base`; import them from there.
+This is the one place to import them from.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, TypeAlias
+
+from memoryport.errors import ToolArgumentError
+from memoryport.types import flatten_content
 
 __all__ = [
     "DEFAULT_HIDDEN_SOURCES",
@@ -25,6 +29,8 @@ __all__ = [
     "SessionRecord",
     "SessionSummary",
     "SortOrder",
+    "check_session_fields",
+    "coerce_message",
     "valid_text",
     "valid_values",
 ]
@@ -248,3 +254,33 @@ class SearchScope:
     exclude: tuple[str, ...] = ()
     roles: tuple[str, ...] | None = None
     session_ids: tuple[str, ...] | None = None
+
+
+_MESSAGE_KWARGS = frozenset(f.name for f in fields(MessageInput)) - {"role", "metadata"}
+
+
+def coerce_message(message: MessageInput | Mapping[str, Any]) -> MessageInput:
+    """Accept a ``MessageInput`` or an OpenAI-style dict and return a ``MessageInput``.
+
+    Multimodal content (a list of parts) is flattened to its text parts. Unknown dict keys
+    go to ``metadata``. Raises ``ToolArgumentError`` when ``role`` is missing.
+    """
+    if isinstance(message, MessageInput):
+        return message
+    data = dict(message)
+    role = data.pop("role", None)
+    if not isinstance(role, str) or not role:
+        raise ToolArgumentError("a message needs a non-empty 'role'")
+    kwargs: dict[str, Any] = {k: data.pop(k) for k in list(data) if k in _MESSAGE_KWARGS}
+    kwargs["content"] = flatten_content(kwargs.get("content"))
+    metadata = dict(data.pop("metadata", None) or {})
+    metadata.update(data)
+    return MessageInput(role=role, metadata=metadata, **kwargs)
+
+
+def check_session_fields(values: Mapping[str, Any]) -> None:
+    """Raise ``ToolArgumentError`` for any key ``update_session`` does not accept."""
+    unknown = sorted(set(values) - SESSION_UPDATABLE_FIELDS)
+    if unknown:
+        allowed = ", ".join(sorted(SESSION_UPDATABLE_FIELDS))
+        raise ToolArgumentError(f"unknown session field(s) {unknown}; allowed: {allowed}")

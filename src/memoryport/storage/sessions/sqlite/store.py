@@ -16,58 +16,54 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from memoryport.errors import SessionNotFound, StoreError
-from memoryport.storage.sessions import migrations
-from memoryport.storage.sessions._sqlite_io import (
-    export_sessions,
-    import_entries,
-    prune_empty,
-    rebuild_indexes,
-)
-from memoryport.storage.sessions._sqlite_open import (
-    connect,
-    create_private_file,
-    must_open_read_only,
-    why,
-)
-from memoryport.storage.sessions._sqlite_rows import (
-    INSERT_SESSION,
-    MESSAGE_COLUMNS,
-    SESSION_COLUMNS,
-    dump_json,
-    is_busy,
-    message_from_row,
-    scope_sql,
-    session_from_row,
-)
-from memoryport.storage.sessions._sqlite_search import fetch_windows, run_search, snippets_for
-from memoryport.storage.sessions.base import (
+from memoryport.storage.sessions.base import SessionStore
+from memoryport.storage.sessions.portable import Progress
+from memoryport.storage.sessions.query import ParsedQuery, has_cjk
+from memoryport.storage.sessions.records import (
     DEFAULT_HIDDEN_SOURCES,
     ImportReport,
     MessageInput,
     MessageRecord,
     MessageWindow,
-    Progress,
     SearchHit,
     SearchScope,
     SessionRecord,
-    SessionStore,
     SessionSummary,
     SortOrder,
     check_session_fields,
     coerce_message,
+    valid_text,
+    valid_values,
 )
-from memoryport.storage.sessions.helpers import (
+from memoryport.storage.sessions.rows import (
+    MESSAGE_COLUMNS,
     MESSAGE_INSERT_COLUMNS,
+    SESSION_COLUMNS,
+    dump_json,
+    message_from_row,
     message_values,
+    session_from_row,
     session_values,
 )
-from memoryport.storage.sessions.query import ParsedQuery, has_cjk
-from memoryport.storage.sessions.records import valid_text, valid_values
+from memoryport.storage.sessions.sqlite import migrations
+from memoryport.storage.sessions.sqlite.bulk import (
+    export_sessions,
+    import_entries,
+    prune_empty,
+    rebuild_indexes,
+)
+from memoryport.storage.sessions.sqlite.connect import (
+    connect,
+    create_private_file,
+    must_open_read_only,
+    why,
+)
+from memoryport.storage.sessions.sqlite.dialect import INSERT_SESSION, is_busy, scope_sql
+from memoryport.storage.sessions.sqlite.search import fetch_windows, run_search, snippets_for
 
 __all__ = ["SQLiteSessionStore"]
 
@@ -305,7 +301,7 @@ class SQLiteSessionStore(SessionStore):
     def _list_sessions(
         self, scope: SearchScope, column: str, *, limit: int, offset: int
     ) -> list[SessionSummary]:
-        where, params = scope_sql(**asdict(scope))
+        where, params = scope_sql(scope)
         sql = (
             f"SELECT {SESSION_COLUMNS}, (SELECT substr(content, 1, 200) FROM messages"
             " WHERE session_id = s.id AND role = 'user' ORDER BY id LIMIT 1)"
@@ -318,15 +314,13 @@ class SQLiteSessionStore(SessionStore):
     def _sessions_titled(self, title: str, scope: SearchScope, limit: int) -> list[SessionRecord]:
         # INDEXED BY: without it the planner prefers sessions_user_active for a user-scoped
         # store, which walks every session of that user.
-        where, params = scope_sql(**asdict(scope))
+        where, params = scope_sql(scope)
         sql = (
             f"SELECT {SESSION_COLUMNS} FROM sessions s INDEXED BY sessions_title"
             f" WHERE trim(s.title) = ? COLLATE NOCASE{where}"
             " ORDER BY s.last_active_at DESC, s.id DESC LIMIT ?"
         )
-        rows = self._read(
-            lambda c: c.execute(sql, [valid_text(title), *params, limit]).fetchall()
-        )
+        rows = self._read(lambda c: c.execute(sql, [valid_text(title), *params, limit]).fetchall())
         return [session_from_row(r) for r in rows]
 
     # ------------------------------------------------------------------ messages
@@ -405,7 +399,7 @@ class SQLiteSessionStore(SessionStore):
         offset: int,
         snippets: bool,
     ) -> tuple[list[SearchHit], str]:
-        where = scope_sql(**asdict(scope))
+        where = scope_sql(scope)
         return self._read(
             lambda c: run_search(
                 c, parsed, scope=where, sort=sort, limit=limit, offset=offset, snippets=snippets

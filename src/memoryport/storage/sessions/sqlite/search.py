@@ -22,8 +22,6 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memoryport.storage.sessions._sqlite_rows import MESSAGE_COLUMNS, message_from_row
-from memoryport.storage.sessions.base import MessageRecord, SearchHit, SortOrder, shape_window
 from memoryport.storage.sessions.query import (
     Node,
     Or,
@@ -36,6 +34,14 @@ from memoryport.storage.sessions.query import (
     literal_node,
     make_snippet,
 )
+from memoryport.storage.sessions.records import MessageRecord, SearchHit, SortOrder
+from memoryport.storage.sessions.rows import (
+    HIT_COLUMNS,
+    MESSAGE_COLUMNS,
+    hit_from_row,
+    message_from_row,
+    shape_window,
+)
 from memoryport.storage.sessions.temporal import RERANK_DEPTH, TimeHint, rerank, time_hint
 
 __all__ = ["fetch_windows", "run_search", "snippets_for"]
@@ -46,7 +52,6 @@ _MATCH_GAP = 256
 RELEVANCE_WINDOW = 1500
 """Relevance ranks at most this many of the newest matches first (widened when filters
 leave too few hits); a rare term's matches all fit, a very common word's newest do."""
-_HIT_COLUMNS = f"{MESSAGE_COLUMNS}, s.source, s.model, s.started_at, s.title, s.parent_session_id"
 
 
 def run_search(
@@ -399,7 +404,7 @@ def _like_search(
     scope_where, scope_params = scope
     direction = "ASC" if sort == "oldest" else "DESC"
     sql = (
-        f"SELECT {_HIT_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id "
+        f"SELECT {HIT_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id "
         f"WHERE {where}{scope_where} ORDER BY m.timestamp {direction}, m.id {direction}"
         " LIMIT ? OFFSET ?"
     )
@@ -408,21 +413,8 @@ def _like_search(
     for row in conn.execute(sql, [*params, *scope_params, limit, offset]):
         message = message_from_row(row)
         snippet = make_snippet(message.content, needles) if snippets else ""
-        hits.append(_hit(message, row, snippet, 0.0))
+        hits.append(hit_from_row(message, row, snippet, 0.0))
     return hits
-
-
-def _hit(message: MessageRecord, row: Sequence[Any], snippet: str, score: float) -> SearchHit:
-    return SearchHit(
-        message=message,
-        snippet=snippet,
-        score=score,
-        source=row[10],
-        model=row[11],
-        session_started=row[12],
-        session_title=row[13],
-        parent_session_id=row[14],
-    )
 
 
 def _hydrate(
@@ -437,7 +429,7 @@ def _hydrate(
         return []
     ids = [i for i, _ in page]
     sql = (
-        f"SELECT {_HIT_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id "
+        f"SELECT {HIT_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id "
         "WHERE m.id IN (SELECT value FROM json_each(?))"
     )
     rows = {row[0]: row for row in conn.execute(sql, [json.dumps(ids)])}
@@ -452,7 +444,7 @@ def _hydrate(
         snippet = snippets.get(message_id, "")
         if expr and not snippet:
             snippet = make_snippet(message.content, needles)
-        hits.append(_hit(message, row, snippet, score))
+        hits.append(hit_from_row(message, row, snippet, score))
     return hits
 
 

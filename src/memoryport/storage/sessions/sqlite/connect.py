@@ -82,4 +82,3 @@ def connect(
         if "readonly" not in str(exc):
             raise
     return open_(target + "&immutable=1", uri=True)
-

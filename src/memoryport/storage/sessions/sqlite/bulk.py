@@ -11,25 +11,30 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from memoryport.errors import StoreError
-from memoryport.storage.sessions._sqlite_rows import (
-    INSERT_SESSION,
+from memoryport.storage.sessions.portable import ExportWriter, Progress
+from memoryport.storage.sessions.query import has_cjk
+from memoryport.storage.sessions.records import (
+    ImportReport,
+    MessageRecord,
+    SearchScope,
+    SessionRecord,
+)
+from memoryport.storage.sessions.rows import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
     message_from_row,
-    scope_sql,
+    message_values,
     session_from_row,
+    session_values,
 )
-from memoryport.storage.sessions.helpers import message_values, session_values
-from memoryport.storage.sessions.portable import ExportWriter, Progress
-from memoryport.storage.sessions.query import has_cjk
-from memoryport.storage.sessions.records import ImportReport, MessageRecord, SessionRecord
+from memoryport.storage.sessions.sqlite.dialect import INSERT_SESSION, scope_sql
 
 __all__ = ["export_sessions", "import_entries", "prune_empty", "rebuild_indexes"]
 
 
 def _selected(session_ids: Sequence[str] | None, user_id: str | None) -> tuple[str, list[Any]]:
     """``WHERE`` conditions (on ``s``) and parameters for the sessions an export covers."""
-    where, params = scope_sql(user_id=user_id, include=None, exclude=())
+    where, params = scope_sql(SearchScope(user_id=user_id))
     if session_ids is not None:
         where += " AND s.id IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(list(session_ids)))
@@ -119,7 +124,7 @@ def prune_empty(
     conn: sqlite3.Connection, user_id: str | None, cutoff: float, dry_run: bool
 ) -> list[SessionRecord]:
     """Empty, childless sessions last active before ``cutoff``; deleted unless ``dry_run``."""
-    where, params = scope_sql(user_id=user_id, include=None, exclude=())
+    where, params = scope_sql(SearchScope(user_id=user_id))
     sql = (
         f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE 1=1{where}{_EMPTY}"
         " ORDER BY s.started_at, s.id"

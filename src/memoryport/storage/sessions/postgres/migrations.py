@@ -1,9 +1,10 @@
 """Named, append-only schema migrations for the PostgreSQL session store.
 
 Each migration is a function taking an open cursor and the quoted schema name;
-:func:`migrate` applies the pending ones in order, each in its own transaction together
-with its record in ``<schema>._migrations``. Never edit or reorder a released
-migration: add a new one at the end.
+:func:`migrate` applies the pending ones with the shared runner
+(:mod:`memoryport.storage.sessions.migrate`), each in its own transaction together with
+its record in ``<schema>._migrations``. Never edit or reorder a released migration: add
+a new one at the end.
 
 Several machines may open the same store at once, so every migration transaction
 first takes a database-wide advisory lock and re-reads ``_migrations`` under it: the
@@ -26,15 +27,16 @@ Schema notes (the PostgreSQL twin of the SQLite layout):
 
 from __future__ import annotations
 
-import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from memoryport.errors import MigrationError
+from memoryport.storage.sessions import migrate as runner
 
 __all__ = [
     "CJK_REGEX",
@@ -44,10 +46,8 @@ __all__ = [
     "applied",
     "ensure_trigram_index",
     "fold_text",
-    "index_problems",
     "migrate",
     "pending",
-    "rebuild_indexes",
     "search_doc",
     "ts_config",
 ]
@@ -261,36 +261,6 @@ def ensure_trigram_index(cur: Cursor, schema: sql.Identifier) -> bool:
     return ops is not None
 
 
-def _stale_rows(cur: Cursor, schema: sql.Identifier) -> int:
-    """Rows whose stored ``tsv`` no longer equals the expression (e.g. dictionary changed)."""
-    query = sql.SQL("SELECT count(*) FROM {s}.messages WHERE tsv IS DISTINCT FROM {doc}")
-    row = cur.execute(query.format(s=schema, doc=search_doc(schema))).fetchone()
-    return int(row[0]) if row else 0
-
-
-def index_problems(cur: Cursor, schema: sql.Identifier) -> tuple[list[str], int]:
-    """Names of invalid indexes on ``messages`` and the count of stale ``tsv`` rows."""
-    table = sql.SQL("{s}.messages").format(s=schema).as_string(cur)
-    invalid = cur.execute(
-        "SELECT indexrelid::regclass::text FROM pg_index"
-        " WHERE indrelid = %s::regclass AND NOT (indisvalid AND indisready)",
-        (table,),
-    ).fetchall()
-    return [r[0] for r in invalid], _stale_rows(cur, schema)
-
-
-def rebuild_indexes(cur: Cursor, schema: sql.Identifier) -> None:
-    """Recompute stale ``tsv`` values, (re)create the trigram index, REINDEX the table."""
-    if _stale_rows(cur, schema):
-        cur.execute(
-            sql.SQL(
-                "UPDATE {s}.messages SET content = content WHERE tsv IS DISTINCT FROM {doc}"
-            ).format(s=schema, doc=search_doc(schema))
-        )
-    ensure_trigram_index(cur, schema)
-    cur.execute(sql.SQL("REINDEX TABLE {s}.messages").format(s=schema))
-
-
 # ---------------------------------------------------------------------------- runner
 
 
@@ -306,24 +276,64 @@ def _ensure_table(conn: psycopg.Connection[Any], schema: sql.Identifier) -> None
         )
 
 
-def _done(conn: psycopg.Connection[Any], schema: sql.Identifier) -> set[str]:
-    rows = conn.execute(sql.SQL("SELECT name FROM {s}._migrations").format(s=schema))
-    return {row[0] for row in rows}
+class _Ledger:
+    """The PostgreSQL side of the shared runner: an advisory lock per transaction."""
+
+    def __init__(self, conn: psycopg.Connection[Any], schema: sql.Identifier) -> None:
+        self._conn = conn
+        self._schema = schema
+        self._cur: Cursor | None = None
+
+    def done(self) -> set[str]:
+        rows = self._conn.execute(
+            sql.SQL("SELECT name FROM {s}._migrations").format(s=self._schema)
+        )
+        return {row[0] for row in rows}
+
+    @contextmanager
+    def transaction(self, name: str) -> Iterator[None]:
+        try:
+            with self._conn.transaction(), self._conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                self._cur = cur
+                yield
+        except psycopg.Error as exc:
+            raise runner.failed(name, exc) from exc
+        finally:
+            self._cur = None
+
+    def _cursor(self) -> Cursor:
+        if self._cur is None:
+            raise MigrationError("a migration step ran outside its transaction")
+        return self._cur
+
+    def run(self, step: Migration) -> None:
+        step(self._cursor(), self._schema)
+
+    def record(self, name: str, applied_at: float) -> None:
+        self._cursor().execute(
+            sql.SQL("INSERT INTO {s}._migrations(name, applied_at) VALUES (%s, %s)").format(
+                s=self._schema
+            ),
+            (name, applied_at),
+        )
+
+
+def _done(conn: psycopg.Connection[Any], schema: str) -> set[str]:
+    ident = sql.Identifier(schema)
+    _ensure_table(conn, ident)
+    with conn.transaction():
+        return _Ledger(conn, ident).done()
 
 
 def applied(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     """Names of applied migrations, in the order they were defined."""
-    ident = sql.Identifier(schema)
-    _ensure_table(conn, ident)
-    with conn.transaction():
-        done = _done(conn, ident)
-    return [name for name, _ in MIGRATIONS if name in done]
+    return runner.applied(MIGRATIONS, _done(conn, schema))
 
 
 def pending(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     """Names of migrations not yet applied."""
-    done = set(applied(conn, schema))
-    return [name for name, _ in MIGRATIONS if name not in done]
+    return runner.pending(MIGRATIONS, _done(conn, schema))
 
 
 def migrate(
@@ -340,23 +350,4 @@ def migrate(
         _ensure_table(conn, ident)
     except psycopg.Error as exc:
         raise MigrationError(f"cannot prepare schema {schema!r}: {exc}") from exc
-    ran: list[str] = []
-    for name, fn in MIGRATIONS:
-        if name == stop_before:
-            break
-        try:
-            with conn.transaction(), conn.cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-                if name in _done(conn, ident):
-                    continue
-                fn(cur, ident)
-                cur.execute(
-                    sql.SQL("INSERT INTO {s}._migrations(name, applied_at) VALUES (%s, %s)").format(
-                        s=ident
-                    ),
-                    (name, time.time()),
-                )
-        except psycopg.Error as exc:
-            raise MigrationError(f"migration {name} failed: {exc}") from exc
-        ran.append(name)
-    return ran
+    return runner.migrate(MIGRATIONS, _Ledger(conn, ident), stop_before=stop_before)

@@ -11,16 +11,10 @@ from __future__ import annotations
 import os
 import re
 
-from memoryport.errors import ConfigError, StoreError
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
-try:
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ConfigError(
-        "the PostgreSQL session store needs psycopg 3 and psycopg-pool: "
-        "install memoryport[postgres]"
-    ) from exc
+from memoryport.errors import StoreError
 
 __all__ = [
     "CONNECT_TIMEOUT_S",

@@ -24,24 +24,24 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from memoryport.storage.sessions.base import MessageRecord, SearchHit, SortOrder, shape_window
-from memoryport.storage.sessions.postgres_migrations import CJK_REGEX, ts_config
-from memoryport.storage.sessions.postgres_sql import (
-    MESSAGE_COLUMNS,
+from memoryport.storage.sessions.postgres.dialect import (
     compile_ilike,
     compile_tsquery,
     decode_text,
     encode_text,
+    hit_from_row,
     message_from_row,
 )
+from memoryport.storage.sessions.postgres.migrations import CJK_REGEX, ts_config
 from memoryport.storage.sessions.query import ParsedQuery, iter_terms, make_snippet
+from memoryport.storage.sessions.records import MessageRecord, SearchHit, SortOrder
+from memoryport.storage.sessions.rows import HIT_COLUMNS, MESSAGE_COLUMNS, shape_window
 from memoryport.storage.sessions.temporal import RERANK_DEPTH, TimeHint, rerank, time_hint
 
 __all__ = ["fetch_windows", "run_search", "snippets_for"]
 
 Cursor = psycopg.Cursor[Any]
 
-_HIT_COLUMNS = f"{MESSAGE_COLUMNS}, s.source, s.model, s.started_at, s.title, s.parent_session_id"
 _HEADLINE_OPTIONS = (
     "StartSel=>>>, StopSel=<<<, MaxWords=24, MinWords=8, ShortWord=0, "
     "MaxFragments=1, FragmentDelimiter=..."
@@ -146,7 +146,7 @@ def _search(
         "SELECT {cols}, {score} AS score FROM {s}.messages m JOIN {s}.sessions s"
         " ON s.id = m.session_id WHERE {where}{scope} ORDER BY {order} LIMIT %s OFFSET %s"
     ).format(
-        cols=sql.SQL(_HIT_COLUMNS),
+        cols=sql.SQL(HIT_COLUMNS),
         score=score[0] if score else sql.SQL("0.0"),
         s=schema,
         where=sql.SQL(where),
@@ -159,7 +159,7 @@ def _search(
     for row in rows:
         message = message_from_row(row)
         snippet = make_snippet(message.content, needles) if snippets else ""
-        hits.append(_hit(message, row, snippet, float(row[15])))
+        hits.append(hit_from_row(message, row, snippet, float(row[15])))
     return hits, where
 
 
@@ -216,7 +216,7 @@ def _fts_search(
         " WHERE m.tsv @@ q{scope} ORDER BY {order} LIMIT %s OFFSET %s) AS page"
         " ORDER BY {outer}"
     ).format(
-        cols=sql.SQL(_HIT_COLUMNS),
+        cols=sql.SQL(HIT_COLUMNS),
         s=schema,
         scope=scope[0],
         order=sql.SQL(order.replace("{c}", "m.content")),
@@ -238,21 +238,8 @@ def _fts_search(
         snippet = headline if ">>>" in headline else make_snippet(message.content, needles)
         snippet = snippet if snippets else ""
         score = float(found[15]) if sort == "relevance" else 0.0
-        hits.append(_hit(message, found, snippet, score))
+        hits.append(hit_from_row(message, found, snippet, score))
     return hits, compiled
-
-
-def _hit(message: MessageRecord, row: Sequence[Any], snippet: str, score: float) -> SearchHit:
-    return SearchHit(
-        message=message,
-        snippet=snippet,
-        score=score,
-        source=row[10],
-        model=row[11],
-        session_started=row[12],
-        session_title=decode_text(row[13]) or "",
-        parent_session_id=row[14],
-    )
 
 
 def fetch_windows(

@@ -1,7 +1,8 @@
 """Named, append-only schema migrations for the SQLite session store.
 
-Each migration is a function taking a connection; :func:`migrate` applies the pending
-ones in order, each in its own transaction together with its record in ``_migrations``.
+Each migration is a function taking a :class:`Transaction`; :func:`migrate` applies the
+pending ones with the shared runner (:mod:`memoryport.storage.sessions.migrate`), each
+in its own ``BEGIN IMMEDIATE`` transaction together with its record in ``_migrations``.
 Never edit or reorder a released migration: add a new one at the end.
 
 Schema notes:
@@ -21,10 +22,10 @@ Schema notes:
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
-from memoryport.errors import MigrationError
+from memoryport.storage.sessions import migrate as runner
 
 __all__ = [
     "CJK_GLOB",
@@ -219,32 +220,58 @@ def m006_message_time_index(conn: Transaction) -> None:
     """)
 
 
-def _ensure_table(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
-    )
+class _Ledger:
+    """The SQLite side of the shared runner: ``BEGIN IMMEDIATE`` is the migration lock."""
 
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
 
-def _done(conn: sqlite3.Connection) -> set[str]:
-    try:
-        return {row[0] for row in conn.execute("SELECT name FROM _migrations")}
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return set()
-        raise
+    def done(self) -> set[str]:
+        try:
+            return {row[0] for row in self._conn.execute("SELECT name FROM _migrations")}
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return set()
+            raise
+
+    @contextmanager
+    def transaction(self, name: str) -> Iterator[None]:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")  # busy errors propagate to the caller's retry loop
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS _migrations"
+                " (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+            )
+            yield
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise runner.failed(name, exc) from exc
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def run(self, step: Migration) -> None:
+        step(Transaction(self._conn))
+
+    def record(self, name: str, applied_at: float) -> None:
+        self._conn.execute(
+            "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)", (name, applied_at)
+        )
 
 
 def applied(conn: sqlite3.Connection) -> list[str]:
     """Names of applied migrations, in the order they were defined (read-only: a store
     whose ``_migrations`` table does not exist yet has none)."""
-    done = _done(conn)
-    return [name for name, _ in MIGRATIONS if name in done]
+    return runner.applied(MIGRATIONS, _Ledger(conn).done())
 
 
 def pending(conn: sqlite3.Connection) -> list[str]:
     """Names of migrations not yet applied."""
-    done = set(applied(conn))
-    return [name for name, _ in MIGRATIONS if name not in done]
+    return runner.pending(MIGRATIONS, _Ledger(conn).done())
 
 
 def migrate(conn: sqlite3.Connection, *, stop_before: str | None = None) -> list[str]:
@@ -259,29 +286,4 @@ def migrate(conn: sqlite3.Connection, *, stop_before: str | None = None) -> list
     under that lock, so the first process applies it and the others find it done. A
     busy lock raises ``sqlite3.OperationalError`` for the caller's retry loop.
     """
-    wanted = [name for name, _ in MIGRATIONS]
-    if stop_before in wanted:
-        wanted = wanted[: wanted.index(stop_before)]
-    if not set(wanted) - _done(conn):
-        return []  # up to date: no write lock taken (read-only stores open too)
-    done: list[str] = []
-    for name, fn in MIGRATIONS:
-        if name not in wanted:
-            break
-        conn.execute("BEGIN IMMEDIATE")  # busy errors propagate to the retry loop
-        try:
-            _ensure_table(conn)
-            if name in _done(conn):
-                conn.execute("COMMIT")
-                continue
-            fn(Transaction(conn))
-            conn.execute(
-                "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)", (name, time.time())
-            )
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise MigrationError(f"migration {name} failed: {exc}") from exc
-        done.append(name)
-    return done
+    return runner.migrate(MIGRATIONS, _Ledger(conn), stop_before=stop_before)

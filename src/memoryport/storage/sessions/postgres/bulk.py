@@ -13,20 +13,28 @@ import psycopg
 from psycopg import sql
 
 from memoryport.errors import StoreError
-from memoryport.storage.sessions import postgres_migrations as migrations
-from memoryport.storage.sessions.base import ImportReport, MessageRecord, SessionRecord
-from memoryport.storage.sessions.helpers import MESSAGE_INSERT_COLUMNS
 from memoryport.storage.sessions.portable import ExportWriter, Progress
-from memoryport.storage.sessions.postgres_sql import (
-    MESSAGE_COLUMNS,
-    SESSION_COLUMNS,
+from memoryport.storage.sessions.postgres.dialect import (
     message_from_row,
     message_values,
     session_from_row,
     session_values,
 )
+from memoryport.storage.sessions.postgres.migrations import ensure_trigram_index, search_doc
+from memoryport.storage.sessions.records import ImportReport, MessageRecord, SessionRecord
+from memoryport.storage.sessions.rows import (
+    MESSAGE_COLUMNS,
+    MESSAGE_INSERT_COLUMNS,
+    SESSION_COLUMNS,
+)
 
-__all__ = ["export_sessions", "import_sessions", "prune_empty", "rebuild_indexes"]
+__all__ = [
+    "export_sessions",
+    "import_sessions",
+    "index_problems",
+    "prune_empty",
+    "rebuild_indexes",
+]
 
 Cursor = psycopg.Cursor[Any]
 
@@ -197,6 +205,31 @@ def rebuild_indexes(cur: Cursor, schema: sql.Identifier, progress: Progress | No
     """
     if progress is not None:
         progress("rebuilding", 0, 1)
-    migrations.rebuild_indexes(cur, schema)
+    if _stale_rows(cur, schema):
+        cur.execute(
+            sql.SQL(
+                "UPDATE {s}.messages SET content = content WHERE tsv IS DISTINCT FROM {doc}"
+            ).format(s=schema, doc=search_doc(schema))
+        )
+    ensure_trigram_index(cur, schema)
+    cur.execute(sql.SQL("REINDEX TABLE {s}.messages").format(s=schema))
     if progress is not None:
         progress("rebuilding", 1, 1)
+
+
+def _stale_rows(cur: Cursor, schema: sql.Identifier) -> int:
+    """Rows whose stored ``tsv`` no longer equals the expression (e.g. dictionary changed)."""
+    query = sql.SQL("SELECT count(*) FROM {s}.messages WHERE tsv IS DISTINCT FROM {doc}")
+    row = cur.execute(query.format(s=schema, doc=search_doc(schema))).fetchone()
+    return int(row[0]) if row else 0
+
+
+def index_problems(cur: Cursor, schema: sql.Identifier) -> tuple[list[str], int]:
+    """Names of invalid indexes on ``messages`` and the count of stale ``tsv`` rows."""
+    table = sql.SQL("{s}.messages").format(s=schema).as_string(cur)
+    invalid = cur.execute(
+        "SELECT indexrelid::regclass::text FROM pg_index"
+        " WHERE indrelid = %s::regclass AND NOT (indisvalid AND indisready)",
+        (table,),
+    ).fetchall()
+    return [r[0] for r in invalid], _stale_rows(cur, schema)

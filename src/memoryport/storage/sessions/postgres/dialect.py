@@ -1,4 +1,4 @@
-"""Row conversion, filters and query compilation for the PostgreSQL session store.
+"""The PostgreSQL dialect: text encoding, row conversion, filters and query compilation.
 
 PostgreSQL ``text`` cannot hold NUL characters, which Python strings (and SQLite) can.
 Free-text columns (``content``, ``reasoning``, ``title``) therefore go through a small
@@ -15,25 +15,25 @@ from typing import Any
 
 from psycopg import sql
 
-from memoryport.storage.sessions import helpers
-from memoryport.storage.sessions.helpers import MESSAGE_COLUMNS, SESSION_COLUMNS, dump_json
-from memoryport.storage.sessions.postgres_migrations import fold_text
+from memoryport.storage.sessions import rows
+from memoryport.storage.sessions.postgres.migrations import fold_text
 from memoryport.storage.sessions.query import Node, Not, Or, Term
 from memoryport.storage.sessions.records import (
     MessageInput,
     MessageRecord,
+    SearchHit,
+    SearchScope,
     SessionRecord,
     valid_values,
 )
 
 __all__ = [
-    "MESSAGE_COLUMNS",
-    "SESSION_COLUMNS",
+    "compile_ilike",
     "compile_tsquery",
     "decode_text",
-    "dump_json",
     "encode_text",
     "escape_like",
+    "hit_from_row",
     "message_from_row",
     "message_values",
     "scope_sql",
@@ -62,54 +62,41 @@ def decode_text(value: str | None) -> str | None:
 
 def message_from_row(row: Sequence[Any]) -> MessageRecord:
     """Build a ``MessageRecord`` from a row selected with ``MESSAGE_COLUMNS``."""
-    return helpers.message_from_row(row, decode_text)
+    return rows.message_from_row(row, decode_text)
 
 
 def session_from_row(row: Sequence[Any]) -> SessionRecord:
     """Build a ``SessionRecord`` from a row selected with ``SESSION_COLUMNS``."""
-    return helpers.session_from_row(row, decode_text)
+    return rows.session_from_row(row, decode_text)
 
 
 def session_values(session: SessionRecord) -> list[Any]:
     """Column values of ``session`` in ``SESSION_COLUMNS`` order, ready to insert (lone
     surrogates replaced, see :func:`~memoryport.storage.sessions.records.valid_text`)."""
-    return valid_values(helpers.session_values(session, encode_text))
+    return valid_values(rows.session_values(session, encode_text))
 
 
 def message_values(
     session_id: str, message: MessageInput | MessageRecord, now: float
 ) -> tuple[Any, ...]:
     """Insert values for ``MESSAGE_COLUMNS`` minus ``id``, NUL-escaped, valid Unicode."""
-    return tuple(valid_values(helpers.message_values(session_id, message, now, encode_text)))
+    return tuple(valid_values(rows.message_values(session_id, message, now, encode_text)))
 
 
-def scope_sql(
-    *,
-    user_id: str | None,
-    include: Sequence[str] | None,
-    exclude: Sequence[str],
-    roles: Sequence[str] | None = None,
-    session_ids: Sequence[str] | None = None,
-) -> tuple[sql.Composable, list[Any]]:
+def hit_from_row(
+    message: MessageRecord, row: Sequence[Any], snippet: str, score: float
+) -> SearchHit:
+    """A ``SearchHit`` from a row selected with ``HIT_COLUMNS`` (title NUL-decoded)."""
+    return rows.hit_from_row(message, row, snippet, score, decode_text)
+
+
+_OPERATORS = {"=": "{} = %s", "in": "{} = ANY(%s)", "not in": "{} <> ALL(%s)"}
+
+
+def scope_sql(scope: SearchScope) -> tuple[sql.Composable, list[Any]]:
     """``AND ...`` conditions on ``s`` (sessions) and ``m`` (messages) plus parameters."""
-    parts: list[str] = []
-    params: list[Any] = []
-    if user_id is not None:
-        parts.append("s.user_id = %s")
-        params.append(user_id)
-    if include:
-        parts.append("s.source = ANY(%s)")
-        params.append(list(include))
-    if exclude:
-        parts.append("s.source <> ALL(%s)")
-        params.append(list(exclude))
-    if roles:
-        parts.append("m.role = ANY(%s)")
-        params.append(list(roles))
-    if session_ids:
-        parts.append("m.session_id = ANY(%s)")
-        params.append(list(session_ids))
-    return sql.SQL("".join(f" AND {p}" for p in parts)), params
+    where, params = rows.scope_where(scope, _OPERATORS, list)
+    return sql.SQL(where), params
 
 
 def escape_like(text: str) -> str:

@@ -1,14 +1,11 @@
-"""The PostgreSQL session store, for teams whose agents on several machines share one history.
+"""The PostgreSQL session store class (import it from :mod:`memoryport.storage.sessions.postgres`).
 
-Install with ``pip install 'memoryport[postgres]'`` (psycopg 3 and psycopg-pool); this is
-the only module that imports them, so the core install stays light.
-
-Behaviour matches :class:`~memoryport.storage.sessions.sqlite.SQLiteSessionStore`:
+Behaviour matches :class:`~memoryport.storage.sessions.sqlite.store.SQLiteSessionStore`:
 the same ordering, user scoping, lineage, forget, export/import format and search
 semantics (the shared query parser, the same plans and fallbacks). Differences are in
 the engine only: a ``tsvector`` + GIN index instead of FTS5, ``ts_rank_cd`` instead of
 BM25, and an optional ``pg_trgm`` index for CJK text (see
-:mod:`memoryport.storage.sessions.postgres_migrations`).
+:mod:`memoryport.storage.sessions.postgres.migrations`).
 
 Concurrency: a thread-safe ``psycopg_pool.ConnectionPool``; every call is one
 transaction in autocommit-off mode; deadlocks, serialization failures and dropped
@@ -22,53 +19,28 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict
 from typing import IO, Any, TypeVar
 
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
 from memoryport.errors import ConfigError, SessionNotFound, StoreError
-
-try:
-    import psycopg
-    from psycopg import errors as pg_errors
-    from psycopg import sql
-    from psycopg_pool import ConnectionPool, PoolTimeout
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ConfigError(
-        "the PostgreSQL session store needs psycopg 3 and psycopg-pool: "
-        "install memoryport[postgres]"
-    ) from exc
-
-from memoryport.storage.sessions import postgres_migrations as migrations
-from memoryport.storage.sessions.base import (
-    DEFAULT_HIDDEN_SOURCES,
-    ImportReport,
-    MessageInput,
-    MessageRecord,
-    MessageWindow,
-    Progress,
-    SearchHit,
-    SearchScope,
-    SessionRecord,
-    SessionStore,
-    SessionSummary,
-    SortOrder,
-    check_session_fields,
-    coerce_message,
-)
-from memoryport.storage.sessions.helpers import MESSAGE_INSERT_COLUMNS
-from memoryport.storage.sessions.postgres_connect import CONNECT_TIMEOUT_S, check_connection
-from memoryport.storage.sessions.postgres_io import (
+from memoryport.storage.sessions.base import SessionStore
+from memoryport.storage.sessions.migrate import applied
+from memoryport.storage.sessions.portable import Progress
+from memoryport.storage.sessions.postgres import migrations
+from memoryport.storage.sessions.postgres.bulk import (
     export_sessions,
     import_sessions,
+    index_problems,
     prune_empty,
     rebuild_indexes,
 )
-from memoryport.storage.sessions.postgres_search import fetch_windows, run_search, snippets_for
-from memoryport.storage.sessions.postgres_sql import (
-    MESSAGE_COLUMNS,
-    SESSION_COLUMNS,
+from memoryport.storage.sessions.postgres.connect import CONNECT_TIMEOUT_S, check_connection
+from memoryport.storage.sessions.postgres.dialect import (
     decode_text,
-    dump_json,
     encode_text,
     message_from_row,
     message_values,
@@ -76,8 +48,29 @@ from memoryport.storage.sessions.postgres_sql import (
     session_from_row,
     session_values,
 )
+from memoryport.storage.sessions.postgres.search import fetch_windows, run_search, snippets_for
 from memoryport.storage.sessions.query import ParsedQuery
-from memoryport.storage.sessions.records import valid_text
+from memoryport.storage.sessions.records import (
+    DEFAULT_HIDDEN_SOURCES,
+    ImportReport,
+    MessageInput,
+    MessageRecord,
+    MessageWindow,
+    SearchHit,
+    SearchScope,
+    SessionRecord,
+    SessionSummary,
+    SortOrder,
+    check_session_fields,
+    coerce_message,
+    valid_text,
+)
+from memoryport.storage.sessions.rows import (
+    MESSAGE_COLUMNS,
+    MESSAGE_INSERT_COLUMNS,
+    SESSION_COLUMNS,
+    dump_json,
+)
 
 __all__ = ["PostgresSessionStore"]
 
@@ -192,7 +185,7 @@ class PostgresSessionStore(SessionStore):
         done = self._read(
             lambda c: {r[0] for r in c.execute(self._q("SELECT name FROM {s}._migrations"))}
         )
-        return [name for name, _ in migrations.MIGRATIONS if name in done]
+        return applied(migrations.MIGRATIONS, done)
 
     def close(self) -> None:
         """Close every pooled connection (idempotent)."""
@@ -275,7 +268,7 @@ class PostgresSessionStore(SessionStore):
     def _list_sessions(
         self, scope: SearchScope, column: str, *, limit: int, offset: int
     ) -> list[SessionSummary]:
-        where, params = scope_sql(**asdict(scope))
+        where, params = scope_sql(scope)
         query = sql.SQL(
             "SELECT {cols}, (SELECT substr(content, 1, 200) FROM {s}.messages"
             " WHERE session_id = s.id AND role = 'user' ORDER BY id LIMIT 1)"
@@ -291,7 +284,7 @@ class PostgresSessionStore(SessionStore):
         return [SessionSummary(session_from_row(r[:-1]), decode_text(r[-1]) or "") for r in rows]
 
     def _sessions_titled(self, title: str, scope: SearchScope, limit: int) -> list[SessionRecord]:
-        where, params = scope_sql(**asdict(scope))
+        where, params = scope_sql(scope)
         query = sql.SQL(
             "SELECT {cols} FROM {s}.sessions s WHERE lower(btrim(s.title)) = lower(%s){where}"
             " ORDER BY s.last_active_at DESC, s.id DESC LIMIT %s"
@@ -376,7 +369,7 @@ class PostgresSessionStore(SessionStore):
         offset: int,
         snippets: bool,
     ) -> tuple[list[SearchHit], str]:
-        where = scope_sql(**asdict(scope))
+        where = scope_sql(scope)
         return self._read(
             lambda c: run_search(
                 c,
@@ -541,7 +534,7 @@ class PostgresSessionStore(SessionStore):
 
     def check_index(self) -> None:
         """Verify indexes are valid and every ``tsv`` matches its text; else ``StoreError``."""
-        invalid, stale = self._read(lambda c: migrations.index_problems(c, self._s))
+        invalid, stale = self._read(lambda c: index_problems(c, self._s))
         if invalid or stale:
             raise StoreError(
                 f"full-text index is inconsistent: invalid indexes {invalid}, "
