@@ -34,6 +34,9 @@ from memoryport.storage.sessions.records import (
     SessionRecord,
     SessionSummary,
     SortOrder,
+    check_session_fields,
+    coerce_message,
+    valid_text,
 )
 
 __all__ = ["SessionStore", "clamp", "new_session_id", "resolve_user", "walk_to_root"]
@@ -90,9 +93,9 @@ class SessionStore(ABC):
     hidden_sources: tuple[str, ...] = DEFAULT_HIDDEN_SOURCES
 
     # ------------------------------------------------------------------ lifecycle
-    @abstractmethod
     def schema_version(self) -> int:
         """Number of migrations applied (equals the number defined when up to date)."""
+        return len(self.applied_migrations())
 
     @abstractmethod
     def applied_migrations(self) -> list[str]:
@@ -187,17 +190,33 @@ class SessionStore(ABC):
         when = time.time() if ended_at is None else ended_at
         return self.update_session(session_id, ended_at=when, end_reason=end_reason)
 
-    @abstractmethod
     def update_session(self, session_id: str, **values: Any) -> SessionRecord:
         """Set fields listed in ``SESSION_UPDATABLE_FIELDS``; return the updated session."""
+        check_session_fields(values)
+        if not values:
+            return self.get_session(session_id)
+        return self._update_session(valid_text(session_id), values)
+
+    @abstractmethod
+    def _update_session(self, session_id: str, values: Mapping[str, Any]) -> SessionRecord:
+        """Set checked ``values`` on a session (``SessionNotFound`` if absent); return it."""
 
     def set_title(self, session_id: str, title: str) -> SessionRecord:
         """Set a session's title."""
         return self.update_session(session_id, title=title)
 
-    @abstractmethod
     def get_session(self, session_id: str, *, user_id: str | None = None) -> SessionRecord:
         """Return one session; ``SessionNotFound`` if absent or owned by another user."""
+        user = self._user(user_id)
+        session_id = valid_text(session_id)
+        found = self._session(session_id)
+        if found is None or (user is not None and found.user_id != user):
+            raise SessionNotFound(f"unknown session {session_id!r}")
+        return found
+
+    @abstractmethod
+    def _session(self, session_id: str) -> SessionRecord | None:
+        """One session by id, whoever owns it (``None`` if absent)."""
 
     def list_sessions(
         self,
@@ -249,7 +268,6 @@ class SessionStore(ABC):
         :meth:`sessions_titled`), through an index."""
 
     # ------------------------------------------------------------------ messages
-    @abstractmethod
     def append_messages(
         self, session_id: str, messages: Iterable[MessageInput | Mapping[str, Any]]
     ) -> list[int]:
@@ -257,6 +275,16 @@ class SessionStore(ABC):
 
         Updates ``message_count``, ``tool_call_count`` and ``last_active_at``.
         """
+        items = [coerce_message(m) for m in messages]
+        if not items:
+            return []
+        now = time.time()
+        return self._append(valid_text(session_id), items, now)
+
+    @abstractmethod
+    def _append(self, session_id: str, items: list[MessageInput], now: float) -> list[int]:
+        """Append coerced messages (``timestamp`` defaults to ``now``) in one transaction;
+        ``SessionNotFound`` if the session is absent."""
 
     def append_message(self, session_id: str, message: MessageInput | Mapping[str, Any]) -> int:
         """Append one message (one transaction); return its id."""
@@ -268,9 +296,16 @@ class SessionStore(ABC):
     ) -> list[MessageRecord]:
         """Return a session's messages in id order (``SessionNotFound`` if absent)."""
 
-    @abstractmethod
     def get_message(self, message_id: int) -> MessageRecord:
         """Return one message; ``StoreError`` if it does not exist."""
+        found = self._message(message_id)
+        if found is None:
+            raise StoreError(f"no message with id {message_id}")
+        return found
+
+    @abstractmethod
+    def _message(self, message_id: int) -> MessageRecord | None:
+        """One message by id (``None`` if absent)."""
 
     # ------------------------------------------------------------------ search
     def search_messages(
@@ -365,7 +400,6 @@ class SessionStore(ABC):
         return error.__cause__ is not None
 
     # ------------------------------------------------------------------ windows
-    @abstractmethod
     def windows(
         self, anchors: Sequence[int], *, window: int = 5, bookend: int = 3
     ) -> dict[int, MessageWindow]:
@@ -375,6 +409,11 @@ class SessionStore(ABC):
         to ``bookend`` first/last messages of the session outside the window. Unknown
         anchors are absent from the result.
         """
+        return self._windows(list(anchors), max(0, window), max(0, bookend))
+
+    @abstractmethod
+    def _windows(self, anchors: list[int], window: int, bookend: int) -> dict[int, MessageWindow]:
+        """Windows around ``anchors`` (counts already at least 0), see :meth:`windows`."""
 
     def window(self, around_message_id: int, *, window: int = 5, bookend: int = 0) -> MessageWindow:
         """The window around one message; ``StoreError`` if the message does not exist."""
@@ -421,12 +460,19 @@ class SessionStore(ABC):
         Returns the number of messages deleted.
         """
 
-    @abstractmethod
     def forget_user(self, user_id: str) -> int:
-        """Delete every session and message of a user; return messages deleted."""
+        """Delete every session and message of a user; return messages deleted.
+
+        A store bound to another user refuses (``StoreError``).
+        """
+        self._user(user_id)
+        return self._forget_user(user_id)
+
+    @abstractmethod
+    def _forget_user(self, user_id: str) -> int:
+        """Delete every session and message of ``user_id``; return messages deleted."""
 
     # ------------------------------------------------------------------ portability
-    @abstractmethod
     def export_jsonl(
         self,
         out: IO[str],
@@ -437,9 +483,21 @@ class SessionStore(ABC):
     ) -> int:
         """Write sessions as a version-2 JSONL export (see :mod:`.portable`); return lines.
 
+        Each session once, oldest first, then its messages, from one consistent snapshot.
         An export of nothing is the header line alone. ``progress`` receives
         ``("exporting", messages written, messages in the export)``.
         """
+        return self._export(out, session_ids, self._user(user_id), progress)
+
+    @abstractmethod
+    def _export(
+        self,
+        out: IO[str],
+        session_ids: Sequence[str] | None,
+        user_id: str | None,
+        progress: Progress | None,
+    ) -> int:
+        """Write the export of :meth:`export_jsonl` for a resolved user; return lines."""
 
     def import_jsonl(
         self,

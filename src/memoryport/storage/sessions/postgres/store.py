@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, TypeVar
 
 import psycopg
@@ -61,8 +61,6 @@ from memoryport.storage.sessions.records import (
     SessionRecord,
     SessionSummary,
     SortOrder,
-    check_session_fields,
-    coerce_message,
     valid_text,
 )
 from memoryport.storage.sessions.rows import (
@@ -176,10 +174,6 @@ class PostgresSessionStore(SessionStore):
         return self._run(fn, what="read")
 
     # ------------------------------------------------------------------ lifecycle
-    def schema_version(self) -> int:
-        """Number of applied migrations."""
-        return len(self.applied_migrations())
-
     def applied_migrations(self) -> list[str]:
         """Names of applied migrations, in order."""
         done = self._read(
@@ -227,16 +221,11 @@ class PostgresSessionStore(SessionStore):
 
         return self._run(do)
 
-    def update_session(self, session_id: str, **values: Any) -> SessionRecord:
-        """Set session fields (see ``SESSION_UPDATABLE_FIELDS``)."""
-        check_session_fields(values)
-        if not values:
-            return self.get_session(session_id)
+    def _update_session(self, session_id: str, values: Mapping[str, Any]) -> SessionRecord:
         assignments = sql.SQL(", ").join(
             sql.SQL("{} = %s").format(sql.Identifier(k)) for k in values
         )
         params = [_column_value(k, v) for k, v in values.items()]
-        session_id = valid_text(session_id)
 
         def do(cur: Cursor) -> SessionRecord:
             row = cur.execute(
@@ -251,19 +240,14 @@ class PostgresSessionStore(SessionStore):
 
         return self._run(do)
 
-    def get_session(self, session_id: str, *, user_id: str | None = None) -> SessionRecord:
-        """Return one session (scoped to the user)."""
-        user = self._user(user_id)
-        session_id = valid_text(session_id)
+    def _session(self, session_id: str) -> SessionRecord | None:
         row = self._read(
             lambda c: c.execute(
                 self._q(f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions s WHERE s.id = %s"),
                 (session_id,),
             ).fetchone()
         )
-        if row is None or (user is not None and row[2] != user):
-            raise SessionNotFound(f"unknown session {session_id!r}")
-        return session_from_row(row)
+        return None if row is None else session_from_row(row)
 
     def _list_sessions(
         self, scope: SearchScope, column: str, *, limit: int, offset: int
@@ -294,15 +278,7 @@ class PostgresSessionStore(SessionStore):
         return [session_from_row(r) for r in rows]
 
     # ------------------------------------------------------------------ messages
-    def append_messages(
-        self, session_id: str, messages: Iterable[MessageInput | Mapping[str, Any]]
-    ) -> list[int]:
-        """Append messages in one transaction; return their ids."""
-        items = [coerce_message(m) for m in messages]
-        if not items:
-            return []
-        now = time.time()
-        session_id = valid_text(session_id)
+    def _append(self, session_id: str, items: list[MessageInput], now: float) -> list[int]:
         rows = [message_values(session_id, m, now) for m in items]
         tool_calls = sum(len(m.tool_calls or []) for m in items)
         last = max(float(r[3]) for r in rows)
@@ -346,17 +322,14 @@ class PostgresSessionStore(SessionStore):
         rows = self._read(lambda c: c.execute(query, (session_id, limit, offset)).fetchall())
         return [message_from_row(r) for r in rows]
 
-    def get_message(self, message_id: int) -> MessageRecord:
-        """One message by id."""
+    def _message(self, message_id: int) -> MessageRecord | None:
         row = self._read(
             lambda c: c.execute(
                 self._q(f"SELECT {MESSAGE_COLUMNS} FROM {{s}}.messages m WHERE m.id = %s"),
                 (message_id,),
             ).fetchone()
         )
-        if row is None:
-            raise StoreError(f"no message with id {message_id}")
-        return message_from_row(row)
+        return None if row is None else message_from_row(row)
 
     # ------------------------------------------------------------------ search
     def _run_search(
@@ -389,14 +362,9 @@ class PostgresSessionStore(SessionStore):
     def _query_failed(self, error: StoreError) -> bool:
         return error.__cause__ is not None and not isinstance(error.__cause__, _UNAVAILABLE)
 
-    def windows(
-        self, anchors: Sequence[int], *, window: int = 5, bookend: int = 3
-    ) -> dict[int, MessageWindow]:
-        """Windows around several anchors in two queries."""
+    def _windows(self, anchors: list[int], window: int, bookend: int) -> dict[int, MessageWindow]:
         return self._read(
-            lambda c: fetch_windows(
-                c, self._s, list(anchors), window=max(0, window), bookend=max(0, bookend)
-            )
+            lambda c: fetch_windows(c, self._s, anchors, window=window, bookend=bookend)
         )
 
     # ------------------------------------------------------------------ lineage
@@ -479,10 +447,7 @@ class PostgresSessionStore(SessionStore):
 
         return self._run(do)
 
-    def forget_user(self, user_id: str) -> int:
-        """Delete every session and message of a user."""
-        self._user(user_id)
-
+    def _forget_user(self, user_id: str) -> int:
         def do(cur: Cursor) -> int:
             ids = "SELECT id FROM {s}.sessions WHERE user_id = %s"
             deleted = cur.execute(
@@ -502,17 +467,16 @@ class PostgresSessionStore(SessionStore):
         return self._run(do)
 
     # ------------------------------------------------------------------ portability
-    def export_jsonl(
+    def _export(
         self,
         out: IO[str],
-        *,
-        session_ids: Sequence[str] | None = None,
-        user_id: str | None = None,
-        progress: Progress | None = None,
+        session_ids: Sequence[str] | None,
+        user_id: str | None,
+        progress: Progress | None,
     ) -> int:
-        """Write a version-2 export (each session once, then its messages); return lines."""
-        user = self._user(user_id)
-        return self._read(lambda c: export_sessions(c, self._s, out, session_ids, user, progress))
+        return self._read(
+            lambda c: export_sessions(c, self._s, out, session_ids, user_id, progress)
+        )
 
     def _import_entries(
         self,

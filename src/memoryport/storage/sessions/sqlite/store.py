@@ -15,7 +15,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -34,8 +34,6 @@ from memoryport.storage.sessions.records import (
     SessionRecord,
     SessionSummary,
     SortOrder,
-    check_session_fields,
-    coerce_message,
     valid_text,
     valid_values,
 )
@@ -232,10 +230,6 @@ class SQLiteSessionStore(SessionStore):
                 raise StoreError(f"{_NOT_UTF8}: {exc}") from exc
 
     # ------------------------------------------------------------------ lifecycle
-    def schema_version(self) -> int:
-        """Number of applied migrations."""
-        return len(self.applied_migrations())
-
     def applied_migrations(self) -> list[str]:
         """Names of applied migrations, in order."""
         return self._read(migrations.applied)
@@ -268,14 +262,9 @@ class SQLiteSessionStore(SessionStore):
         self._write(do)
         return self.get_session(draft.id)
 
-    def update_session(self, session_id: str, **values: Any) -> SessionRecord:
-        """Set session fields (see ``SESSION_UPDATABLE_FIELDS``)."""
-        check_session_fields(values)
-        if not values:
-            return self.get_session(session_id)
+    def _update_session(self, session_id: str, values: Mapping[str, Any]) -> SessionRecord:
         columns = ", ".join(f"{k} = ?" for k in values)
         params = valid_values(dump_json(v) if k == "metadata" else v for k, v in values.items())
-        session_id = valid_text(session_id)
 
         def do(conn: sqlite3.Connection) -> None:
             sql = f"UPDATE sessions SET {columns} WHERE id = ?"
@@ -285,18 +274,13 @@ class SQLiteSessionStore(SessionStore):
         self._write(do)
         return self.get_session(session_id)
 
-    def get_session(self, session_id: str, *, user_id: str | None = None) -> SessionRecord:
-        """Return one session (scoped to the user)."""
-        user = self._user(user_id)
-        session_id = valid_text(session_id)
+    def _session(self, session_id: str) -> SessionRecord | None:
         row = self._read(
             lambda c: c.execute(
                 f"SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,)
             ).fetchone()
         )
-        if row is None or (user is not None and row[2] != user):
-            raise SessionNotFound(f"unknown session {session_id!r}")
-        return session_from_row(row)
+        return None if row is None else session_from_row(row)
 
     def _list_sessions(
         self, scope: SearchScope, column: str, *, limit: int, offset: int
@@ -324,15 +308,7 @@ class SQLiteSessionStore(SessionStore):
         return [session_from_row(r) for r in rows]
 
     # ------------------------------------------------------------------ messages
-    def append_messages(
-        self, session_id: str, messages: Iterable[MessageInput | Mapping[str, Any]]
-    ) -> list[int]:
-        """Append messages in one transaction; return their ids."""
-        items = [coerce_message(m) for m in messages]
-        if not items:
-            return []
-        now = time.time()
-        session_id = valid_text(session_id)
+    def _append(self, session_id: str, items: list[MessageInput], now: float) -> list[int]:
         rows = [
             (*valid_values(message_values(session_id, m, now)), int(has_cjk(m.content)))
             for m in items
@@ -377,16 +353,13 @@ class SQLiteSessionStore(SessionStore):
         )
         return [message_from_row(r) for r in rows]
 
-    def get_message(self, message_id: int) -> MessageRecord:
-        """One message by id."""
+    def _message(self, message_id: int) -> MessageRecord | None:
         row = self._read(
             lambda c: c.execute(
                 f"SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.id = ?", (message_id,)
             ).fetchone()
         )
-        if row is None:
-            raise StoreError(f"no message with id {message_id}")
-        return message_from_row(row)
+        return None if row is None else message_from_row(row)
 
     # ------------------------------------------------------------------ search
     def _run_search(
@@ -409,15 +382,8 @@ class SQLiteSessionStore(SessionStore):
     def _snippets(self, parsed: ParsedQuery, message_ids: list[int]) -> dict[int, str]:
         return self._read(lambda c: snippets_for(c, parsed, message_ids))
 
-    def windows(
-        self, anchors: Sequence[int], *, window: int = 5, bookend: int = 3
-    ) -> dict[int, MessageWindow]:
-        """Windows around several anchors in two queries."""
-        return self._read(
-            lambda c: fetch_windows(
-                c, list(anchors), window=max(0, window), bookend=max(0, bookend)
-            )
-        )
+    def _windows(self, anchors: list[int], window: int, bookend: int) -> dict[int, MessageWindow]:
+        return self._read(lambda c: fetch_windows(c, anchors, window=window, bookend=bookend))
 
     # ------------------------------------------------------------------ lineage
     def _parent_map(self, session_ids: list[str]) -> dict[str, str | None]:
@@ -493,10 +459,7 @@ class SQLiteSessionStore(SessionStore):
 
         return self._write(do)
 
-    def forget_user(self, user_id: str) -> int:
-        """Delete every session and message of a user."""
-        self._user(user_id)
-
+    def _forget_user(self, user_id: str) -> int:
         def do(conn: sqlite3.Connection) -> int:
             ids = "SELECT id FROM sessions WHERE user_id = ?"
             deleted = conn.execute(f"DELETE FROM messages WHERE session_id IN ({ids})", (user_id,))
@@ -511,17 +474,14 @@ class SQLiteSessionStore(SessionStore):
         return self._write(do)
 
     # ------------------------------------------------------------------ portability
-    def export_jsonl(
+    def _export(
         self,
         out: IO[str],
-        *,
-        session_ids: Sequence[str] | None = None,
-        user_id: str | None = None,
-        progress: Progress | None = None,
+        session_ids: Sequence[str] | None,
+        user_id: str | None,
+        progress: Progress | None,
     ) -> int:
-        """Write a version-2 export (each session once, then its messages); return lines."""
-        user = self._user(user_id)
-        return self._read(lambda c: export_sessions(c, out, session_ids, user, progress))
+        return self._read(lambda c: export_sessions(c, out, session_ids, user_id, progress))
 
     def _import_entries(
         self,
