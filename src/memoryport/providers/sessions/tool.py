@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from memoryport.errors import StoreError, ToolArgumentError
 from memoryport.storage.sessions.base import SessionStore, clamp
+from memoryport.storage.sessions.query import parse_query
 from memoryport.storage.sessions.records import (
     MessageRecord,
     MessageWindow,
@@ -28,7 +29,6 @@ from memoryport.storage.sessions.records import (
     SessionRecord,
     SortOrder,
 )
-from memoryport.storage.sessions.query import parse_query
 from memoryport.storage.sessions.render import readable_snippet as _readable_snippet
 from memoryport.types import ToolSchema
 
