@@ -10,7 +10,8 @@ from memoryport.errors import StoreError
 from memoryport.providers.sessions import create_sessions_provider
 from memoryport.storage.sessions.base import SessionStore
 from memoryport.storage.sessions.query import MAX_NESTING, QueryError, parse_query
-from memoryport.storage.sessions.records import MessageInput, valid_text
+from memoryport.storage.sessions.records import MessageInput
+from memoryport.types import valid_text
 
 LONE = "x \ud800 walrus"
 

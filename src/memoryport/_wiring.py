@@ -25,7 +25,11 @@ from memoryport.config import Config
 from memoryport.errors import ConfigError
 from memoryport.manager import ManagerSettings, MemoryManager
 from memoryport.plugins.loader import PluginContext
-from memoryport.providers.curated import BuiltinMemoryProvider, create_builtin_provider
+from memoryport.providers.curated import (
+    BuiltinMemoryProvider,
+    create_builtin_provider,
+    curated_options,
+)
 from memoryport.providers.sessions import create_sessions_provider
 from memoryport.storage.sessions.base import SessionStore
 
@@ -76,15 +80,7 @@ def register_curated(ctx: DefaultsContext) -> None:
     if not (settings.memory_enabled or settings.user_profile_enabled):
         return
     ctx.register_memory_provider(
-        create_builtin_provider(
-            ctx.home,
-            memory_char_limit=settings.memory_char_limit,
-            user_char_limit=settings.user_char_limit,
-            memory_enabled=settings.memory_enabled,
-            user_profile_enabled=settings.user_profile_enabled,
-            agent_notes=settings.agent_notes,
-            user_id=ctx.user_id,
-        )
+        create_builtin_provider(ctx.home, user_id=ctx.user_id, **curated_options(settings))
     )
 
 

@@ -15,16 +15,16 @@ from typing import Any
 
 from memoryport.errors import tool_error_json
 from memoryport.fence import inject_memory_context, sanitize_context
-from memoryport.types import ContextPair, Message, SessionContext
+from memoryport.types import ContextPair, Message, SessionContext, valid_text, valid_utf8
 
 __all__ = [
+    "API_KEYS",
     "Turn",
     "UserContent",
+    "api_message",
     "chat_messages",
     "clean_user_content",
     "close_tool_chain",
-    "valid_text",
-    "valid_utf8",
 ]
 
 UserContent = str | list[dict[str, Any]]
@@ -37,24 +37,9 @@ NO_RESULT = tool_error_json("no result was recorded for this tool call", "ToolUn
 """The content given to a tool call that the turn ended without answering."""
 
 
-def valid_text(text: str) -> str:
-    """``text`` as valid UTF-8: surrogate pairs joined, lone surrogates replaced (U+FFFD)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text
-
-
-def valid_utf8(value: Any) -> Any:
-    """``value`` with every string in it (dict keys too, lists, tuples) made valid UTF-8."""
-    if isinstance(value, str):
-        return valid_text(value)
-    if isinstance(value, dict):
-        return {valid_utf8(k): valid_utf8(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [valid_utf8(v) for v in value]
-    return value
+def api_message(message: Message) -> Message:
+    """``message`` with only the keys the chat-completions API accepts (:data:`API_KEYS`)."""
+    return {k: v for k, v in message.items() if k in API_KEYS}
 
 
 def new_call_id() -> str:
@@ -178,7 +163,7 @@ class Turn:
         """``history`` (which must end with this turn's user message and any tool traffic)
         with the user message's content replaced by ``api_user_message()`` and only the
         keys the chat-completions API accepts — a new list, ready to send."""
-        out = [{k: v for k, v in m.items() if k in API_KEYS} for m in history]
+        out = [api_message(m) for m in history]
         for index in range(len(out) - 1, -1, -1):
             if out[index].get("role") == "user":
                 out[index]["content"] = self.api_user_message(out[index].get("content"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -16,6 +17,8 @@ __all__ = [
     "ToolSchema",
     "alias_home",
     "flatten_content",
+    "valid_text",
+    "valid_utf8",
 ]
 
 JSONDict: TypeAlias = dict[str, Any]
@@ -29,6 +32,33 @@ Message: TypeAlias = dict[str, Any]
 
 ContextPair: TypeAlias = tuple[str, str]
 """A ``(label, text)`` pair of recalled context from one provider."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` as valid UTF-8: lone surrogates become U+FFFD, a surrogate pair written as
+    two code points is joined into its character; nothing else changes.
+
+    Text from JSON (``"\\ud800"``), a broken decoder or undecodable command-line bytes can
+    hold lone surrogates, which cannot be written as UTF-8. The one place every layer (the
+    turn, curated memory, the session store, import) makes text valid.
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def valid_utf8(value: Any) -> Any:
+    """``value`` with every string in it (dict keys too, lists, tuples) made valid UTF-8
+    (:func:`valid_text`); tuples become lists, other values are returned unchanged."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_utf8(k): valid_utf8(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [valid_utf8(v) for v in value]
+    return value
 
 
 def alias_home(kwargs: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from memoryport.config import MemorySettings, load_config
 from memoryport.errors import MemoryportError, MemoryStoreError
 from memoryport.providers.curated.editor import FileReview
-from memoryport.providers.curated.store import CuratedMemory, WriteResult
+from memoryport.providers.curated.store import CuratedMemory, WriteResult, curated_options
 from memoryport.storage.markdown import parse_entries
 
 if TYPE_CHECKING:
@@ -57,15 +57,7 @@ def open_curated(
     defaults when the config is broken. ``MemoryportError``/``ValueError`` for a bad user id.
     """
     chosen = settings if settings is not None else memory_settings(home)
-    return CuratedMemory(
-        home,
-        user_id=user_id,
-        memory_char_limit=chosen.memory_char_limit,
-        user_char_limit=chosen.user_char_limit,
-        memory_enabled=chosen.memory_enabled,
-        user_profile_enabled=chosen.user_profile_enabled,
-        agent_notes=chosen.agent_notes,
-    )
+    return CuratedMemory(home, user_id=user_id, **curated_options(chosen))
 
 
 def target_info(store: CuratedMemory, target: str) -> dict[str, Any]:
@@ -95,13 +87,7 @@ def usage_summary(home: Path, settings: MemorySettings) -> dict[str, Any]:
 
     An unreadable file is reported in ``entries`` as ``"unreadable: ..."``, not raised.
     """
-    store = CuratedMemory(
-        home,
-        memory_char_limit=settings.memory_char_limit,
-        user_char_limit=settings.user_char_limit,
-        memory_enabled=settings.memory_enabled,
-        user_profile_enabled=settings.user_profile_enabled,
-    )
+    store = CuratedMemory(home, **curated_options(settings))
     targets: dict[str, Any] = {}
     for target in store.targets:
         try:

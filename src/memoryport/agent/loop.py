@@ -33,7 +33,7 @@ from memoryport.agent.review import BackgroundReviewer
 from memoryport.api import Memory
 from memoryport.config import AgentSettings
 from memoryport.errors import SessionNotFound, StoreError, tool_error_json
-from memoryport.turn import Turn
+from memoryport.turn import Turn, api_message
 from memoryport.types import Message
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "TurnOutcome", "UnsavedTurn"]
@@ -49,7 +49,6 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 """The agent's instructions when ``agent.system_prompt`` is empty."""
 
-_API_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
 KEEP_AFTER_COMPRESSION = 6
 """At most this many recent messages survive compression verbatim."""
 
@@ -83,11 +82,6 @@ class UnsavedTurn:
     turn: Turn
     final: str | None
     interrupted: bool
-
-
-def api_message(message: Message) -> Message:
-    """``message`` with only the keys the chat-completions API accepts."""
-    return {k: v for k, v in message.items() if k in _API_KEYS}
 
 
 class Agent:

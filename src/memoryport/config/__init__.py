@@ -45,7 +45,10 @@ from memoryport.config.secrets import holds_secret
 from memoryport.errors import ConfigError
 
 __all__ = [
+    "AGENT_NOTES_MODES",
     "DEFAULT_HOME",
+    "DEFAULT_MEMORY_CHAR_LIMIT",
+    "DEFAULT_USER_CHAR_LIMIT",
     "AgentSettings",
     "Config",
     "ConfigWarning",
@@ -86,6 +89,14 @@ class ConfigWarning(UserWarning):
 
 # --------------------------------------------------------------------------- settings
 
+DEFAULT_MEMORY_CHAR_LIMIT = 2200
+"""Default whole-file budget of ``MEMORY.md`` in characters."""
+DEFAULT_USER_CHAR_LIMIT = 1375
+"""Default whole-file budget of ``USER.md`` in characters."""
+AGENT_NOTES_MODES = ("shared", "per_user")
+"""Where ``MEMORY.md`` lives: one file for every user (``shared``, the reference
+behaviour) or one per user next to that user's ``USER.md`` (``per_user``)."""
+
 
 @dataclass(frozen=True)
 class MemorySettings:
@@ -93,9 +104,9 @@ class MemorySettings:
 
     memory_enabled: bool = True
     user_profile_enabled: bool = True
-    memory_char_limit: int = 2200
-    user_char_limit: int = 1375
-    agent_notes: str = "shared"  # "per_user": MEMORY.md under memories/users/<id>/
+    memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT
+    user_char_limit: int = DEFAULT_USER_CHAR_LIMIT
+    agent_notes: str = AGENT_NOTES_MODES[0]  # "per_user": MEMORY.md under memories/users/<id>/
     provider: str = ""
     max_external_providers: int = 1
     prefetch_deadline_s: float = 5.0
@@ -164,7 +175,7 @@ _BLOCKS: dict[str, type[Any]] = {
 _CONSTRAINTS: dict[str, tuple[tuple[str, ...] | None, float | None]] = {
     "memory.memory_char_limit": (None, 1),
     "memory.user_char_limit": (None, 1),
-    "memory.agent_notes": (("shared", "per_user"), None),
+    "memory.agent_notes": (AGENT_NOTES_MODES, None),
     "memory.max_external_providers": (None, 0),
     "memory.prefetch_deadline_s": (None, 0),
     "memory.context_budget_chars": (None, 0),

@@ -41,7 +41,6 @@ __all__ = [
     "entry_problem",
     "parse_entries",
     "render_entries",
-    "valid_text",
 ]
 
 ENTRY_DELIMITER = "\n§\n"
@@ -49,19 +48,6 @@ ENTRY_DELIMITER = "\n§\n"
 
 _TEMP_SUFFIX = ".tmp"
 _T = TypeVar("_T")
-
-
-def valid_text(text: str) -> str:
-    """``text`` as valid UTF-8: lone surrogates become U+FFFD, surrogate pairs are joined.
-
-    Text from JSON (``"\\ud800"``) or from undecodable command-line bytes can hold lone
-    surrogates, which cannot be written as UTF-8; the rest of the text is kept unchanged.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text
 
 
 def parse_entries(raw: str) -> list[str]:

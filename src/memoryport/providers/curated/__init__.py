@@ -10,8 +10,10 @@ from memoryport.providers.curated.provider import BuiltinMemoryProvider, create_
 from memoryport.providers.curated.store import (
     Change,
     CuratedMemory,
+    CuratedOptions,
     Snapshot,
     WriteResult,
+    curated_options,
     safe_user_id,
 )
 from memoryport.providers.curated.tool import MEMORY_TOOL_SCHEMA, run_memory_tool
@@ -21,10 +23,12 @@ __all__ = [
     "BuiltinMemoryProvider",
     "Change",
     "CuratedMemory",
+    "CuratedOptions",
     "Snapshot",
     "Usage",
     "WriteResult",
     "create_builtin_provider",
+    "curated_options",
     "run_memory_tool",
     "safe_user_id",
 ]

@@ -14,7 +14,8 @@ from typing import Any
 
 from memoryport.errors import MemoryStoreError
 from memoryport.providers.curated.prompt import Usage
-from memoryport.storage.markdown import entry_problem, parse_entries, valid_text
+from memoryport.storage.markdown import entry_problem, parse_entries
+from memoryport.types import valid_text
 
 __all__ = [
     "Change",

@@ -9,19 +9,13 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
+from memoryport.config import AGENT_NOTES_MODES, DEFAULT_MEMORY_CHAR_LIMIT, DEFAULT_USER_CHAR_LIMIT
 from memoryport.config.schema import ConfigField
 from memoryport.errors import ConfigError
 from memoryport.provider import MemoryProvider, MemoryWriteListener, mark_builtin
-from memoryport.providers.curated.store import (
-    AGENT_NOTES_MODES,
-    DEFAULT_MEMORY_CHAR_LIMIT,
-    DEFAULT_USER_CHAR_LIMIT,
-    Change,
-    CuratedMemory,
-    WriteResult,
-)
+from memoryport.providers.curated.store import Change, CuratedMemory, CuratedOptions, WriteResult
 from memoryport.providers.curated.suppressed import suppressed_target, suppressed_write
 from memoryport.providers.curated.tool import (
     MEMORY_TOOL_NAME,
@@ -44,7 +38,7 @@ _CONFIG_SCHEMA: list[ConfigField] = [
     {"key": "user_char_limit", "description": "Character budget of USER.md.",
      "type": "integer", "default": DEFAULT_USER_CHAR_LIMIT, "minimum": 1},
     {"key": "agent_notes", "description": "One MEMORY.md for all users, or one per user.",
-     "type": "text", "default": "shared", "choices": list(AGENT_NOTES_MODES)},
+     "type": "text", "default": AGENT_NOTES_MODES[0], "choices": list(AGENT_NOTES_MODES)},
 ]  # fmt: skip
 
 
@@ -64,16 +58,19 @@ class BuiltinMemoryProvider(MemoryProvider):
         memory_enabled: bool = True,
         user_profile_enabled: bool = True,
         lock_timeout: float = 10.0,
-        agent_notes: str = "shared",
+        agent_notes: str = AGENT_NOTES_MODES[0],
         user_id: str = "",
     ) -> None:
         self._default_home = Path(home).expanduser() if home is not None else None
         self._default_user = user_id
-        self._agent_notes = agent_notes
-        self._memory_char_limit = memory_char_limit
-        self._user_char_limit = user_char_limit
-        self._memory_enabled = memory_enabled
-        self._user_profile_enabled = user_profile_enabled
+        self._options = CuratedOptions(
+            memory_char_limit=memory_char_limit,
+            user_char_limit=user_char_limit,
+            memory_enabled=memory_enabled,
+            user_profile_enabled=user_profile_enabled,
+            agent_notes=agent_notes,
+        )
+        self._any_enabled = memory_enabled or user_profile_enabled
         self._lock_timeout = lock_timeout
         self._store: CuratedMemory | None = None
         self._initial = SessionContext()
@@ -187,20 +184,8 @@ class BuiltinMemoryProvider(MemoryProvider):
 
     # ------------------------------------------------------------------ internals
     def _open(self, home: Path, user_id: str) -> CuratedMemory:
-        return CuratedMemory(
-            home,
-            user_id=user_id,
-            memory_char_limit=self._memory_char_limit,
-            user_char_limit=self._user_char_limit,
-            memory_enabled=self._memory_enabled,
-            user_profile_enabled=self._user_profile_enabled,
-            lock_timeout=self._lock_timeout,
-            agent_notes=self._agent_notes,
-        )
-
-    @property
-    def _any_enabled(self) -> bool:
-        return self._memory_enabled or self._user_profile_enabled
+        options = self._options
+        return CuratedMemory(home, user_id=user_id, lock_timeout=self._lock_timeout, **options)
 
     def _notify(self, change: Change, call_kwargs: dict[str, Any]) -> None:
         if self._listener is None:
@@ -231,28 +216,15 @@ def _session_of(call_kwargs: dict[str, Any]) -> str:
 
 
 def create_builtin_provider(
-    home: Path | None = None,
-    *,
-    memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT,
-    user_char_limit: int = DEFAULT_USER_CHAR_LIMIT,
-    memory_enabled: bool = True,
-    user_profile_enabled: bool = True,
-    agent_notes: str = "shared",
-    user_id: str = "",
+    home: Path | None = None, *, user_id: str = "", **options: Unpack[CuratedOptions]
 ) -> BuiltinMemoryProvider:
     """Create the built-in curated-memory provider and mark it as memoryport's own.
 
-    ``agent_notes`` is ``"shared"`` (one ``MEMORY.md`` for every user) or ``"per_user"``;
-    ``user_id`` is the user whose files are used until ``initialize`` names one.
+    ``options`` are :class:`BuiltinMemoryProvider`'s (``memory_char_limit``,
+    ``user_char_limit``, ``memory_enabled``, ``user_profile_enabled``, ``agent_notes``:
+    ``"shared"``, one ``MEMORY.md`` for every user, or ``"per_user"``); ``user_id`` is the
+    user whose files are used until ``initialize`` names one.
     """
-    provider = BuiltinMemoryProvider(
-        home,
-        memory_char_limit=memory_char_limit,
-        user_char_limit=user_char_limit,
-        memory_enabled=memory_enabled,
-        user_profile_enabled=user_profile_enabled,
-        agent_notes=agent_notes,
-        user_id=user_id,
-    )
+    provider = BuiltinMemoryProvider(home, user_id=user_id, **options)
     mark_builtin(provider)
     return provider

@@ -23,9 +23,15 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from memoryport import safety
+from memoryport.config import (
+    AGENT_NOTES_MODES,
+    DEFAULT_MEMORY_CHAR_LIMIT,
+    DEFAULT_USER_CHAR_LIMIT,
+    MemorySettings,
+)
 from memoryport.errors import MemoryStoreError
 from memoryport.providers.curated.editor import (
     Change,
@@ -42,26 +48,41 @@ from memoryport.providers.curated.prompt import Usage, compose_prompt, render_bl
 from memoryport.storage.markdown import FileState, MarkdownFile, parse_entries
 
 __all__ = [
-    "AGENT_NOTES_MODES",
-    "DEFAULT_MEMORY_CHAR_LIMIT",
-    "DEFAULT_USER_CHAR_LIMIT",
     "Change",
     "CuratedMemory",
+    "CuratedOptions",
     "Snapshot",
     "TargetSpec",
     "WriteResult",
+    "curated_options",
     "safe_user_id",
 ]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MEMORY_CHAR_LIMIT = 2200
-"""Default whole-file budget of ``MEMORY.md`` in characters."""
-DEFAULT_USER_CHAR_LIMIT = 1375
-"""Default whole-file budget of ``USER.md`` in characters."""
-AGENT_NOTES_MODES = ("shared", "per_user")
-"""Where ``MEMORY.md`` lives: one file for every user (``shared``, the reference
-behaviour) or one per user next to that user's ``USER.md`` (``per_user``)."""
+
+class CuratedOptions(TypedDict, total=False):
+    """The ``memory:`` settings that shape curated memory (``CuratedMemory`` keywords);
+    :func:`curated_options` reads them from a :class:`MemorySettings`."""
+
+    memory_char_limit: int
+    user_char_limit: int
+    memory_enabled: bool
+    user_profile_enabled: bool
+    agent_notes: str
+
+
+def curated_options(settings: MemorySettings) -> CuratedOptions:
+    """The curated-memory keywords of a ``memory:`` block: the one mapping from
+    ``config.yaml`` to ``CuratedMemory`` / ``create_builtin_provider``."""
+    return CuratedOptions(
+        memory_char_limit=settings.memory_char_limit,
+        user_char_limit=settings.user_char_limit,
+        memory_enabled=settings.memory_enabled,
+        user_profile_enabled=settings.user_profile_enabled,
+        agent_notes=settings.agent_notes,
+    )
+
 
 _SAFE_ID = re.compile(r"[a-z0-9_-]{1,64}")
 _RESERVED_IDS = frozenset(

@@ -36,8 +36,8 @@ from memoryport.storage.sessions.records import (
     SortOrder,
     check_session_fields,
     coerce_message,
-    valid_text,
 )
+from memoryport.types import valid_text
 
 __all__ = ["SessionStore", "clamp", "new_session_id", "resolve_user", "walk_to_root"]
 

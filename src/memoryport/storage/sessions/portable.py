@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import IO, Any
 
 from memoryport.errors import ToolArgumentError
 from memoryport.storage.sessions.records import MessageRecord, SessionRecord
+from memoryport.types import valid_utf8
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -57,7 +57,6 @@ Progress = Callable[[str, int, int], None]
 Entries = list[tuple[SessionRecord, list[MessageRecord]]]
 
 _INT_LIMIT = 2**63 - 1
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _HINT = "re-export it with `memoryport sessions export`, or fix that line"
 
 
@@ -165,17 +164,6 @@ def record_from_dict(cls: type[Any], raw: Any, what: str) -> Any:
     return cls(**raw)
 
 
-def _clean(value: Any) -> Any:
-    """Replace lone surrogates in every string (keys too) with U+FFFD."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    if isinstance(value, dict):
-        return {_clean(k): _clean(v) for k, v in value.items()}
-    return value
-
-
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
@@ -207,7 +195,7 @@ def _load(line: str) -> dict[str, Any]:
         raise ToolArgumentError(f"not valid JSON ({exc}); {_HINT}") from None
     if not isinstance(payload, dict):
         raise ToolArgumentError(f"not a JSON object; {_HINT}")
-    return dict(_clean(payload))
+    return dict(valid_utf8(payload))
 
 
 class _Reader:

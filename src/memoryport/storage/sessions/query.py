@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeAlias
 
 from memoryport.errors import StoreError
-from memoryport.storage.sessions.records import valid_text
+from memoryport.types import valid_text
 
 __all__ = [
     "MAX_NESTING",

@@ -1,18 +1,17 @@
 """The frozen records every session store returns, the type aliases of its interface,
-and the checks its input goes through (:func:`coerce_message`, :func:`valid_text`, ...).
+and the checks its input goes through (:func:`coerce_message`, :func:`valid_values`, ...).
 
 This is the one place to import them from.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, TypeAlias
 
 from memoryport.errors import ToolArgumentError
-from memoryport.types import flatten_content
+from memoryport.types import flatten_content, valid_text
 
 __all__ = [
     "DEFAULT_HIDDEN_SOURCES",
@@ -31,25 +30,13 @@ __all__ = [
     "SortOrder",
     "check_session_fields",
     "coerce_message",
-    "valid_text",
     "valid_values",
 ]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def valid_text(text: str) -> str:
-    """``text`` as valid Unicode for storage: lone surrogates (which cannot be encoded as
-    UTF-8, e.g. ``"x \\ud800"`` from a broken decoder) become U+FFFD; a surrogate pair
-    written as two code points is joined into its character. Nothing else changes."""
-    if _SURROGATE.search(text) is None:
-        return text
-    joined = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return _SURROGATE.sub("\ufffd", joined)
-
 
 def valid_values(values: Iterable[Any]) -> list[Any]:
-    """``values`` with every string passed through :func:`valid_text` (row parameters)."""
+    """``values`` with every string passed through :func:`memoryport.types.valid_text`
+    (row parameters)."""
     return [valid_text(v) if isinstance(v, str) else v for v in values]
 
 

@@ -72,7 +72,7 @@ def session_from_row(row: Sequence[Any]) -> SessionRecord:
 
 def session_values(session: SessionRecord) -> list[Any]:
     """Column values of ``session`` in ``SESSION_COLUMNS`` order, ready to insert (lone
-    surrogates replaced, see :func:`~memoryport.storage.sessions.records.valid_text`)."""
+    surrogates replaced, see :func:`~memoryport.types.valid_text`)."""
     return valid_values(rows.session_values(session, encode_text))
 
 

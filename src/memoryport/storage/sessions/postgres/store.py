@@ -61,7 +61,6 @@ from memoryport.storage.sessions.records import (
     SessionRecord,
     SessionSummary,
     SortOrder,
-    valid_text,
 )
 from memoryport.storage.sessions.rows import (
     MESSAGE_COLUMNS,
@@ -69,6 +68,7 @@ from memoryport.storage.sessions.rows import (
     SESSION_COLUMNS,
     dump_json,
 )
+from memoryport.types import valid_text
 
 __all__ = ["PostgresSessionStore"]
 

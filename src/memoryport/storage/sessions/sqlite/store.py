@@ -34,7 +34,6 @@ from memoryport.storage.sessions.records import (
     SessionRecord,
     SessionSummary,
     SortOrder,
-    valid_text,
     valid_values,
 )
 from memoryport.storage.sessions.rows import (
@@ -62,6 +61,7 @@ from memoryport.storage.sessions.sqlite.connect import (
 )
 from memoryport.storage.sessions.sqlite.dialect import INSERT_SESSION, is_busy, scope_sql
 from memoryport.storage.sessions.sqlite.search import fetch_windows, run_search, snippets_for
+from memoryport.types import valid_text
 
 __all__ = ["SQLiteSessionStore"]
 
