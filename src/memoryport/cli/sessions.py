@@ -9,8 +9,9 @@ The commands that move whole stores live in :mod:`memoryport.cli.sessions_io`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -43,6 +44,25 @@ _MAX_SEARCH = 1_000
 _MAX_ID = 2**63 - 1
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _source_options(command: F) -> F:
+    """``--source`` (repeatable) and ``--all-sources``; :func:`_source_filters` reads them."""
+    command = click.option(
+        "--all-sources", is_flag=True, help="Include hidden sources (tool, subagent)."
+    )(command)
+    return click.option(
+        "--source", "sources", multiple=True, help="Only these sources (repeatable)."
+    )(command)
+
+
+def _source_filters(sources: tuple[str, ...], all_sources: bool) -> dict[str, Any]:
+    """The store's ``sources``/``exclude_sources`` keywords for :func:`_source_options`:
+    ``--all-sources`` excludes nothing; otherwise the store hides its hidden sources."""
+    return {"sources": sources or None, "exclude_sources": () if all_sources else None}
+
+
 @click.group("sessions")
 def sessions_group() -> None:
     """Conversation history: list, search, show, export, import, prune, forget, rebuild-index."""
@@ -58,8 +78,7 @@ def sessions_group() -> None:
     help=f"How many sessions (1-{_MAX_LIST}); see --all.",
 )
 @click.option("--all", "show_all", is_flag=True, help="Every session (no --limit).")
-@click.option("--source", "sources", multiple=True, help="Only these sources (repeatable).")
-@click.option("--all-sources", is_flag=True, help="Include hidden sources (tool, subagent).")
+@_source_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_command(
     home: Path | None,
@@ -71,10 +90,7 @@ def list_command(
     as_json: bool,
 ) -> None:
     """Recent sessions, most recently active first."""
-    filters: dict[str, Any] = {
-        "sources": sources or None,
-        "exclude_sources": () if all_sources else None,
-    }
+    filters = _source_filters(sources, all_sources)
     with open_store(home, user_id) as store:
         if show_all:
             rows = all_sessions(store, **filters)
@@ -112,8 +128,7 @@ def list_command(
 )
 @click.option("--sort", type=click.Choice(["relevance", "newest", "oldest"]), default="relevance")
 @click.option("--role", "roles", multiple=True, help="Only these roles (repeatable).")
-@click.option("--source", "sources", multiple=True, help="Only these sources (repeatable).")
-@click.option("--all-sources", is_flag=True, help="Include hidden sources (tool, subagent).")
+@_source_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def search_command(
     home: Path | None,
@@ -133,8 +148,7 @@ def search_command(
             sort=cast(SortOrder, sort),
             limit=limit,
             roles=roles or None,
-            sources=sources or None,
-            exclude_sources=() if all_sources else None,
+            **_source_filters(sources, all_sources),
         )
     hits = [(h, readable_snippet(h.message, h.snippet, query)) for h in result.hits]
     if as_json:

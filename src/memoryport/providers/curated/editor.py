@@ -87,21 +87,28 @@ def _describe(value: Any) -> str:
     return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "..."
 
 
+def _required_text(value: Any, what: str, needed: str) -> str:
+    """``value`` stripped, surrogates replaced (``valid_text``); ``MemoryStoreError`` naming
+    ``what`` when it is missing (``needed`` says what to give), not a string, or empty."""
+    if value is None:
+        raise MemoryStoreError(f"{what} is required: {needed}.")
+    if not isinstance(value, str):
+        raise MemoryStoreError(
+            f"{what} must be a string, got {type(value).__name__} {_describe(value)}."
+        )
+    text = valid_text(value).strip()
+    if not text:
+        raise MemoryStoreError(f"{what} cannot be empty (got {_describe(value)}).")
+    return text
+
+
 def clean_content(content: Any, what: str = "content") -> str:
     """Strip ``content``; refuse it (``MemoryStoreError``) if missing, not a string or empty.
 
     Lone surrogates are replaced (``valid_text``) so the text is always valid UTF-8. Errors
     name ``what`` (the argument as the caller knows it) and the wrong value or type.
     """
-    if content is None:
-        raise MemoryStoreError(f"{what} is required: the text of the entry (a non-empty string).")
-    if not isinstance(content, str):
-        raise MemoryStoreError(
-            f"{what} must be a string, got {type(content).__name__} {_describe(content)}."
-        )
-    text = valid_text(content).strip()
-    if not text:
-        raise MemoryStoreError(f"{what} cannot be empty (got {_describe(content)}).")
+    text = _required_text(content, what, "the text of the entry (a non-empty string)")
     problem = entry_problem(text)
     if problem is not None:
         raise MemoryStoreError(f"{what} cannot be stored as one entry: {problem}.")
@@ -110,18 +117,7 @@ def clean_content(content: Any, what: str = "content") -> str:
 
 def clean_old_text(old_text: Any) -> str:
     """Strip ``old_text``; refuse a missing, non-string or empty one (surrogates replaced)."""
-    if old_text is None:
-        raise MemoryStoreError(
-            "old_text is required: a short unique substring of the entry to change."
-        )
-    if not isinstance(old_text, str):
-        raise MemoryStoreError(
-            f"old_text must be a string, got {type(old_text).__name__} {_describe(old_text)}."
-        )
-    text = valid_text(old_text).strip()
-    if not text:
-        raise MemoryStoreError(f"old_text cannot be empty (got {_describe(old_text)}).")
-    return text
+    return _required_text(old_text, "old_text", "a short unique substring of the entry to change")
 
 
 class Editor:
