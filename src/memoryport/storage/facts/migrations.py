@@ -1,0 +1,202 @@
+"""Named, append-only schema migrations of the fact store (SQLite).
+
+Applied with the shared runner (:mod:`memoryport.storage.sessions.migrate`), each in its
+own ``BEGIN IMMEDIATE`` transaction together with its record. The fact store shares its
+database file (``<home>/holographic.db``) with the turn index, so its ledger is its own
+table, ``_migrations_facts``: each component migrates in its own namespace. Never edit
+or reorder a released migration: add a new one at the end.
+
+Schema (designed for provenance, history and temporal validity as well):
+
+* ``facts`` -- one row per fact version: content, category, tags, the extracted
+  ``subject``/``relation``/``qualifier``/``value``/``negated``, trust and counters,
+  ``content_hash``, ``valid_from``/``valid_to`` (when true in the world),
+  ``recorded_at``/``retired_at`` (when the store learned and retired it),
+  ``retired_reason``, ``superseded_by``, and provenance (``session_id``,
+  ``message_id``, ``source_kind``, ``actor``), scoped by ``user_id`` ('' = no user).
+  A live fact's normalised content is unique per user (``facts_live_hash``).
+* ``entities`` / ``fact_entities`` -- the entity index (exact keys, per user).
+* ``facts_fts`` -- external-content FTS5 over ``content`` and ``tags``; its UPDATE
+  trigger fires only ``AFTER UPDATE OF content, tags``.
+* ``fact_revisions`` -- every add/update/retire/remove/feedback appends one: who (actor),
+  when, the session and tool call, and the fact before and after (JSON).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from memoryport.storage.sessions import migrate as runner
+
+__all__ = ["LEDGER_TABLE", "MIGRATIONS", "applied", "migrate", "pending"]
+
+LEDGER_TABLE = "_migrations_facts"
+"""The fact store's migration ledger (its own namespace in the shared database file)."""
+
+Migration = Callable[[sqlite3.Connection], None]
+
+MIGRATIONS: list[tuple[str, Migration]] = []
+
+
+def _migration(fn: Migration) -> Migration:
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+def _script(conn: sqlite3.Connection, script: str) -> None:
+    """Run ``script`` statement by statement inside the open transaction."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            conn.execute(buffer)
+            buffer = ""
+    if buffer.strip():
+        conn.execute(buffer)
+
+
+@_migration
+def m001_facts(conn: sqlite3.Connection) -> None:
+    """Facts, entities, the FTS index and revisions."""
+    _script(conn, """
+    CREATE TABLE facts (
+        id INTEGER PRIMARY KEY,
+        user_id TEXT NOT NULL DEFAULT '',
+        content TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        category TEXT NOT NULL DEFAULT 'general',
+        tags TEXT NOT NULL DEFAULT '',
+        subject TEXT NOT NULL DEFAULT '',
+        relation TEXT NOT NULL DEFAULT '',
+        qualifier TEXT NOT NULL DEFAULT '',
+        value TEXT NOT NULL DEFAULT '',
+        negated INTEGER NOT NULL DEFAULT 0,
+        trust_score REAL NOT NULL DEFAULT 0.5,
+        retrieval_count INTEGER NOT NULL DEFAULT 0,
+        helpful_count INTEGER NOT NULL DEFAULT 0,
+        unhelpful_count INTEGER NOT NULL DEFAULT 0,
+        valid_from REAL,
+        valid_to REAL,
+        recorded_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        retired_at REAL,
+        retired_reason TEXT NOT NULL DEFAULT '',
+        superseded_by INTEGER REFERENCES facts(id) ON DELETE SET NULL,
+        session_id TEXT NOT NULL DEFAULT '',
+        message_id TEXT NOT NULL DEFAULT '',
+        source_kind TEXT NOT NULL DEFAULT '',
+        actor TEXT NOT NULL DEFAULT ''
+    );
+    CREATE UNIQUE INDEX facts_live_hash ON facts(user_id, content_hash)
+        WHERE retired_at IS NULL;
+    CREATE INDEX facts_live_relation ON facts(user_id, subject, relation)
+        WHERE retired_at IS NULL;
+    CREATE INDEX facts_user_recorded ON facts(user_id, recorded_at);
+    CREATE INDEX facts_superseded ON facts(superseded_by) WHERE superseded_by IS NOT NULL;
+    CREATE TABLE entities (
+        id INTEGER PRIMARY KEY,
+        user_id TEXT NOT NULL DEFAULT '',
+        key TEXT NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        UNIQUE (user_id, key)
+    );
+    CREATE TABLE fact_entities (
+        fact_id INTEGER NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+        entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+        PRIMARY KEY (fact_id, entity_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX fact_entities_entity ON fact_entities(entity_id, fact_id);
+    CREATE VIRTUAL TABLE facts_fts USING fts5(
+        content, tags, content='facts', content_rowid='id', tokenize='porter unicode61'
+    );
+    CREATE TRIGGER facts_fts_ai AFTER INSERT ON facts BEGIN
+        INSERT INTO facts_fts(rowid, content, tags) VALUES (new.id, new.content, new.tags);
+    END;
+    CREATE TRIGGER facts_fts_ad AFTER DELETE ON facts BEGIN
+        INSERT INTO facts_fts(facts_fts, rowid, content, tags)
+        VALUES ('delete', old.id, old.content, old.tags);
+    END;
+    CREATE TRIGGER facts_fts_au AFTER UPDATE OF content, tags ON facts BEGIN
+        INSERT INTO facts_fts(facts_fts, rowid, content, tags)
+        VALUES ('delete', old.id, old.content, old.tags);
+        INSERT INTO facts_fts(rowid, content, tags) VALUES (new.id, new.content, new.tags);
+    END;
+    CREATE TABLE fact_revisions (
+        id INTEGER PRIMARY KEY,
+        fact_id INTEGER NOT NULL,
+        user_id TEXT NOT NULL DEFAULT '',
+        action TEXT NOT NULL,
+        actor TEXT NOT NULL DEFAULT '',
+        at REAL NOT NULL,
+        session_id TEXT NOT NULL DEFAULT '',
+        tool_call_id TEXT NOT NULL DEFAULT '',
+        before TEXT,
+        after TEXT
+    );
+    CREATE INDEX fact_revisions_fact ON fact_revisions(fact_id, id);
+    CREATE INDEX fact_revisions_user ON fact_revisions(user_id, at);
+    """)
+
+
+class _Ledger:
+    """The runner's view of ``_migrations_facts`` on one connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def done(self) -> set[str]:
+        try:
+            rows = self._conn.execute(f"SELECT name FROM {LEDGER_TABLE}").fetchall()
+        except sqlite3.OperationalError:
+            return set()
+        return {row[0] for row in rows}
+
+    @contextmanager
+    def transaction(self, name: str) -> Iterator[None]:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {LEDGER_TABLE}"
+                " (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+            )
+            yield
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise runner.failed(name, exc) from exc
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+
+    def run(self, step: Migration) -> None:
+        step(self._conn)
+
+    def record(self, name: str, applied_at: float) -> None:
+        self._conn.execute(
+            f"INSERT INTO {LEDGER_TABLE}(name, applied_at) VALUES (?, ?)", (name, applied_at)
+        )
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    """Names of the fact-store migrations applied to ``conn``'s database, in order."""
+    return runner.applied(MIGRATIONS, _Ledger(conn).done())
+
+
+def pending(conn: sqlite3.Connection) -> list[str]:
+    """Names of the fact-store migrations not yet applied, in order."""
+    return runner.pending(MIGRATIONS, _Ledger(conn).done())
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Apply the pending migrations (``conn`` in autocommit mode); return their names.
+
+    Raises ``MigrationError`` naming the migration that failed; the database stays at
+    the last migration that succeeded.
+    """
+    return runner.migrate(MIGRATIONS, _Ledger(conn))

@@ -1,0 +1,239 @@
+"""The read queries of the fact store: ranked search, the entity-index queries (probe,
+related, reason), contradictions, listings and history. Every query is scoped to one
+``user_id``; recall queries return live facts at or above the trust floor only."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from memoryport.storage.facts.entities import entity_key
+from memoryport.storage.facts.records import (
+    FACT_COLUMNS,
+    Contradiction,
+    Fact,
+    Revision,
+    fact_from_row,
+)
+from memoryport.storage.facts.text import fts_query, jaccard, tokens
+
+__all__ = [
+    "contradictions",
+    "list_facts",
+    "probe",
+    "reason",
+    "related",
+    "revisions",
+    "search",
+    "with_entities",
+]
+
+_F = ", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))
+_LIVE = "f.user_id = ? AND f.retired_at IS NULL AND f.trust_score >= ?"
+
+
+def with_entities(conn: sqlite3.Connection, facts: Sequence[Fact]) -> list[Fact]:
+    """``facts`` with their entity names filled in (one query)."""
+    if not facts:
+        return []
+    marks = ",".join("?" * len(facts))
+    names: dict[int, list[str]] = {}
+    for fact_id, name in conn.execute(
+        f"SELECT fe.fact_id, e.name FROM fact_entities fe JOIN entities e ON e.id = fe.entity_id"
+        f" WHERE fe.fact_id IN ({marks}) ORDER BY e.id",
+        [f.id for f in facts],
+    ):
+        names.setdefault(fact_id, []).append(name)
+    return [replace(f, entities=tuple(names.get(f.id, ()))) for f in facts]
+
+
+def _entity_boost(conn: sqlite3.Connection, user_id: str, query: str) -> set[int]:
+    """Ids of facts linked to an entity the query names (by key, word-wise)."""
+    words = tokens(query, keep_stopwords=True)
+    keys = set(words) | {" ".join(words[i:i + 2]) for i in range(len(words) - 1)}
+    if not keys:
+        return set()
+    marks = ",".join("?" * len(keys))
+    rows = conn.execute(
+        f"SELECT fe.fact_id FROM entities e JOIN fact_entities fe ON fe.entity_id = e.id"
+        f" WHERE e.user_id = ? AND e.key IN ({marks})",
+        [user_id, *keys],
+    )
+    return {row[0] for row in rows}
+
+
+def search(
+    conn: sqlite3.Connection, user_id: str, query: str, *, limit: int, min_trust: float
+) -> list[Fact]:
+    """Live facts matching ``query``: BM25 (normalised, best = 1) blended with word
+    overlap and an entity match, multiplied by trust."""
+    match = fts_query(query)
+    if not match:
+        return []
+    rows = conn.execute(
+        f"SELECT {_F}, bm25(facts_fts) FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid"
+        f" WHERE facts_fts MATCH ? AND {_LIVE} ORDER BY bm25(facts_fts) LIMIT ?",
+        (match, user_id, min_trust, max(limit * 4, 20)),
+    ).fetchall()
+    if not rows:
+        return []
+    best = min(row[-1] for row in rows) or -1.0
+    wanted = set(tokens(query))
+    boosted = _entity_boost(conn, user_id, query)
+    scored: list[Fact] = []
+    for row in rows:
+        fact = fact_from_row(row[:-1])
+        relevance = 0.6 * (row[-1] / best) + 0.25 * jaccard(wanted, set(tokens(fact.content)))
+        relevance += 0.15 if fact.id in boosted else 0.0
+        scored.append(replace(fact, score=relevance * fact.trust_score))
+    scored.sort(key=lambda f: (-f.score, -f.recorded_at))
+    return with_entities(conn, scored[:limit])
+
+
+def _entity_id(conn: sqlite3.Connection, user_id: str, name: str) -> int | None:
+    row = conn.execute(
+        "SELECT id FROM entities WHERE user_id = ? AND key = ?", (user_id, entity_key(name))
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def probe(
+    conn: sqlite3.Connection, user_id: str, entity: str, *, limit: int, min_trust: float
+) -> list[Fact]:
+    """Live facts about ``entity`` (its subject first, then mentions; by trust, newest)."""
+    entity_id = _entity_id(conn, user_id, entity)
+    if entity_id is None:
+        return []
+    rows = conn.execute(
+        f"SELECT {_F} FROM fact_entities fe JOIN facts f ON f.id = fe.fact_id"
+        f" WHERE fe.entity_id = ? AND {_LIVE}"
+        " ORDER BY (f.subject = ?) DESC, f.trust_score DESC, f.recorded_at DESC LIMIT ?",
+        (entity_id, user_id, min_trust, entity_key(entity), limit),
+    ).fetchall()
+    return with_entities(conn, [replace(fact_from_row(r), score=1.0) for r in rows])
+
+
+def related(
+    conn: sqlite3.Connection, user_id: str, entity: str, *, limit: int, min_trust: float
+) -> tuple[list[dict[str, Any]], list[Fact]]:
+    """Entities that share live facts with ``entity`` (most shared first), and the live
+    facts about those entities that do not mention ``entity`` itself (one hop)."""
+    entity_id = _entity_id(conn, user_id, entity)
+    if entity_id is None:
+        return [], []
+    neighbours = conn.execute(
+        "SELECT e.id, e.name, e.kind, count(*) AS shared FROM fact_entities a"
+        " JOIN fact_entities b ON b.fact_id = a.fact_id AND b.entity_id != a.entity_id"
+        " JOIN entities e ON e.id = b.entity_id JOIN facts f ON f.id = a.fact_id"
+        f" WHERE a.entity_id = ? AND {_LIVE} GROUP BY e.id ORDER BY shared DESC, e.id LIMIT ?",
+        (entity_id, user_id, min_trust, limit),
+    ).fetchall()
+    ids = [n[0] for n in neighbours]
+    facts: list[Fact] = []
+    if ids:
+        marks = ",".join("?" * len(ids))
+        rows = conn.execute(
+            f"SELECT DISTINCT {_F} FROM fact_entities fe JOIN facts f ON f.id = fe.fact_id"
+            f" WHERE fe.entity_id IN ({marks}) AND {_LIVE} AND f.id NOT IN"
+            " (SELECT fact_id FROM fact_entities WHERE entity_id = ?)"
+            " ORDER BY f.trust_score DESC, f.recorded_at DESC LIMIT ?",
+            (*ids, user_id, min_trust, entity_id, limit),
+        ).fetchall()
+        facts = with_entities(conn, [fact_from_row(r) for r in rows])
+    found = [{"name": n[1], "kind": n[2], "shared_facts": n[3]} for n in neighbours]
+    return found, facts
+
+
+def reason(
+    conn: sqlite3.Connection, user_id: str, entities: Sequence[str], *, limit: int,
+    min_trust: float,
+) -> list[tuple[Fact, list[str]]]:
+    """Live facts about the given entities, those linking the most of them first; each
+    with the names it covers. A fact covering all of them answers "what do A and B ...?"."""
+    wanted: dict[int, str] = {}
+    for name in entities:
+        entity_id = _entity_id(conn, user_id, name)
+        if entity_id is not None:
+            wanted[entity_id] = name
+    if not wanted:
+        return []
+    marks = ",".join("?" * len(wanted))
+    rows = conn.execute(
+        f"SELECT {_F}, group_concat(fe.entity_id) FROM fact_entities fe"
+        f" JOIN facts f ON f.id = fe.fact_id WHERE fe.entity_id IN ({marks}) AND {_LIVE}"
+        " GROUP BY f.id ORDER BY count(*) DESC, f.trust_score DESC, f.recorded_at DESC"
+        " LIMIT ?",
+        (*wanted, user_id, min_trust, limit),
+    ).fetchall()
+    facts = with_entities(conn, [fact_from_row(r[:-1]) for r in rows])
+    covers = [[wanted[int(i)] for i in str(r[-1]).split(",")] for r in rows]
+    total = len(entities)
+    return [
+        (replace(f, score=len(c) / total), c) for f, c in zip(facts, covers, strict=True)
+    ]
+
+
+def contradictions(
+    conn: sqlite3.Connection, user_id: str, *, limit: int, fact_id: int | None = None
+) -> list[Contradiction]:
+    """Superseded facts with the fact that retired each, newest first (``fact_id``:
+    only pairs that involve that fact)."""
+    sql = (
+        f"SELECT {_F} FROM facts f WHERE f.user_id = ? AND f.superseded_by IS NOT NULL"
+        " AND f.retired_reason = 'superseded'"
+    )
+    params: list[Any] = [user_id]
+    if fact_id is not None:
+        sql += " AND (f.id = ? OR f.superseded_by = ?)"
+        params += [fact_id, fact_id]
+    rows = conn.execute(sql + " ORDER BY f.retired_at DESC, f.id DESC LIMIT ?",
+                        (*params, limit)).fetchall()
+    older = with_entities(conn, [fact_from_row(r) for r in rows])
+    pairs: list[Contradiction] = []
+    for old in older:
+        row = conn.execute(f"SELECT {_F} FROM facts f WHERE f.id = ? AND f.user_id = ?",
+                           (old.superseded_by, user_id)).fetchone()
+        if row:
+            pairs.append(Contradiction(old, with_entities(conn, [fact_from_row(row)])[0]))
+    return pairs
+
+
+def list_facts(
+    conn: sqlite3.Connection, user_id: str, *, limit: int, offset: int = 0,
+    include_retired: bool = False, category: str = "", min_trust: float | None = None,
+) -> list[Fact]:
+    """Facts newest first: live ones (also those under the trust floor, unless
+    ``min_trust`` is given), and retired ones with ``include_retired``."""
+    sql = f"SELECT {_F} FROM facts f WHERE f.user_id = ?"
+    params: list[Any] = [user_id]
+    if not include_retired:
+        sql += " AND f.retired_at IS NULL"
+    if category:
+        sql += " AND f.category = ?"
+        params.append(category)
+    if min_trust is not None:
+        sql += " AND f.trust_score >= ?"
+        params.append(min_trust)
+    sql += " ORDER BY f.recorded_at DESC, f.id DESC LIMIT ? OFFSET ?"
+    rows = conn.execute(sql, (*params, limit, offset)).fetchall()
+    return with_entities(conn, [fact_from_row(r) for r in rows])
+
+
+def revisions(conn: sqlite3.Connection, user_id: str, fact_id: int) -> list[Revision]:
+    """The history of ``fact_id``, oldest first."""
+    rows = conn.execute(
+        "SELECT id, fact_id, action, actor, at, session_id, tool_call_id, before, after"
+        " FROM fact_revisions WHERE user_id = ? AND fact_id = ? ORDER BY id",
+        (user_id, fact_id),
+    ).fetchall()
+    return [
+        Revision(
+            id=r[0], fact_id=r[1], action=r[2], actor=r[3], at=r[4], session_id=r[5],
+            tool_call_id=r[6], before=json.loads(r[7]) if r[7] else None,
+            after=json.loads(r[8]) if r[8] else None,
+        )
+        for r in rows
+    ]

@@ -1,0 +1,390 @@
+"""``FactStore``: durable facts in SQLite, one user's scope per instance.
+
+Every logical write (a fact with its entities, the facts it retires and the revisions
+of all of them) is one ``BEGIN IMMEDIATE`` transaction: a crash leaves either all of it
+or none. Nothing is rewritten without a trail: updates, retirements, removals and
+feedback append a revision; a contradicted fact is retired (``retired_at``,
+``superseded_by``), never deleted. Only :meth:`FactStore.forget` deletes, on purpose
+(privacy), and it leaves a ``forget`` revision without content.
+
+The store does not scan content for safety: callers (the provider, admin) do, before
+writing, with ``memoryport.safety``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from memoryport._fs import ensure_private_dir
+from memoryport.errors import StoreError, ToolArgumentError
+from memoryport.storage.facts import migrations, read, write
+from memoryport.storage.facts.records import (
+    CATEGORIES,
+    Contradiction,
+    Fact,
+    FactInput,
+    Provenance,
+    Revision,
+)
+from memoryport.storage.facts.text import content_hash
+from memoryport.storage.facts.triples import Triple
+
+__all__ = ["MAX_FACT_CHARS", "AddResult", "FactStore"]
+
+MAX_FACT_CHARS = 2000
+"""Longest fact accepted (a fact is a statement, not a document)."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What :meth:`FactStore.add` did: ``status`` is ``added`` or ``duplicate`` (the
+    existing fact is returned); ``superseded`` lists the ids the new fact retired."""
+
+    fact: Fact
+    status: str
+    superseded: list[int] = field(default_factory=list)
+
+
+def check_content(content: Any) -> str:
+    """``content`` stripped, or ``ToolArgumentError`` saying what is wrong with it."""
+    if not isinstance(content, str) or not content.strip():
+        raise ToolArgumentError("content must be a non-empty string (the fact to store)")
+    text = content.strip()
+    if len(text) > MAX_FACT_CHARS:
+        raise ToolArgumentError(
+            f"content is {len(text)} characters; a fact holds at most {MAX_FACT_CHARS}:"
+            " store one statement per fact"
+        )
+    return text
+
+
+def check_category(category: Any) -> str:
+    """``category`` if it is one of :data:`CATEGORIES`, else ``ToolArgumentError``."""
+    if category not in CATEGORIES:
+        raise ToolArgumentError(
+            f"category {category!r} is not one of {', '.join(CATEGORIES)}"
+        )
+    return str(category)
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file 0600 (its directory 0700); keep an existing one."""
+    ensure_private_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+class FactStore:
+    """Facts of one user (``user_id`` None or '' = the default, no-user scope).
+
+    Args:
+        path: the SQLite file (created 0600, WAL); shared with the turn index.
+        user_id: the scope every read and write is limited to.
+        default_trust: trust of a new fact.
+        min_trust: the floor under which facts are hidden from recall (still listed).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        user_id: str | None = None,
+        default_trust: float = 0.5,
+        min_trust: float = 0.3,
+        busy_timeout: float = 10.0,
+    ) -> None:
+        self.path = Path(path)
+        self.user_id = user_id or ""
+        self.default_trust = default_trust
+        self.min_trust = min_trust
+        self._lock = threading.RLock()
+        try:
+            _create_private(self.path)
+            self._conn = sqlite3.connect(
+                str(self.path), timeout=busy_timeout, isolation_level=None,
+                check_same_thread=False,
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            migrations.migrate(self._conn)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the fact store {self.path}: {exc}") from exc
+        self._closed = False
+
+    # ------------------------------------------------------------------ plumbing
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._check_open()
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+
+    def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            self._check_open()
+            try:
+                return fn(self._conn)
+            except sqlite3.Error as exc:
+                raise StoreError(f"fact store read failed: {exc}") from exc
+
+    def _check_open(self) -> None:
+        if getattr(self, "_closed", True):
+            raise StoreError("the fact store is closed")
+
+    def _require(self, conn: sqlite3.Connection, fact_id: int) -> Fact:
+        fact = write.load_fact(conn, self.user_id, fact_id)
+        if fact is None:
+            raise ToolArgumentError(
+                f"no fact #{fact_id} in this store; list facts to find the id"
+            )
+        return fact
+
+    # ------------------------------------------------------------------ writes
+    def add(self, item: FactInput, *, speaker: str = "user") -> AddResult:
+        """Add a fact with its entities; retire the live facts it contradicts. A fact that
+        says what a live one says already returns that one (``status="duplicate"``).
+        ``speaker`` is who "I"/"my" refers to."""
+        content = check_content(item.content)
+        check_category(item.category)
+        item = FactInput(content, item.category, item.tags, item.trust, item.valid_from,
+                         item.provenance)
+        triple = write.triple_for(content, speaker)
+        try:
+            with self._transaction() as conn:
+                same = write.find_duplicate(conn, self.user_id, content, triple, speaker)
+                if same is not None:
+                    return AddResult(same, "duplicate")
+                trust = self.default_trust if item.trust is None else item.trust
+                fact_id = write.insert_fact(conn, self.user_id, item, triple,
+                                            min(1.0, max(0.0, trust)))
+                write.link_entities(conn, self.user_id, fact_id, content, triple)
+                fact = self._require(conn, fact_id)
+                retired = (write.retire_conflicting(conn, self.user_id, fact, triple, speaker)
+                           if triple else [])
+                p = item.provenance
+                write.revision(conn, fact_id, self.user_id, "add", actor=p.actor,
+                               session_id=p.session_id, tool_call_id=p.message_id, after=fact)
+        except sqlite3.Error as exc:
+            raise StoreError(f"could not store the fact: {exc}") from exc
+        full = self._read(lambda c: read.with_entities(c, [fact])[0])
+        return AddResult(full, "added", retired)
+
+    def update(
+        self,
+        fact_id: int,
+        *,
+        content: str | None = None,
+        category: str | None = None,
+        tags: str | None = None,
+        trust_delta: float | None = None,
+        provenance: Provenance | None = None,
+    ) -> Fact:
+        """Change a live fact in place (with a revision); new content re-links entities."""
+        p = provenance or Provenance()
+        text = check_content(content) if content is not None else None
+        if category is not None:
+            check_category(category)
+        try:
+            with self._transaction() as conn:
+                before = self._require(conn, fact_id)
+                if not before.live:
+                    raise ToolArgumentError(f"fact #{fact_id} is retired; add a new fact")
+                self._apply_update(conn, before, text, category, tags, trust_delta)
+                after = self._require(conn, fact_id)
+                write.revision(conn, fact_id, self.user_id, "update", actor=p.actor,
+                               session_id=p.session_id, tool_call_id=p.message_id,
+                               before=before, after=after)
+        except sqlite3.IntegrityError as exc:
+            raise ToolArgumentError(
+                f"another live fact already says {content!r}; remove one of them instead"
+            ) from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"could not update fact #{fact_id}: {exc}") from exc
+        return self._read(lambda c: read.with_entities(c, [after])[0])
+
+    def _apply_update(
+        self, conn: sqlite3.Connection, before: Fact, text: str | None,
+        category: str | None, tags: str | None, trust_delta: float | None,
+    ) -> None:
+        now = time.time()
+        trust = before.trust_score + (trust_delta or 0.0)
+        conn.execute(
+            "UPDATE facts SET category = ?, tags = ?, trust_score = ?, updated_at = ?"
+            " WHERE id = ?",
+            (category or before.category, before.tags if tags is None else tags,
+             min(1.0, max(0.0, trust)), now, before.id),
+        )
+        if text is not None and text != before.content:
+            triple = write.triple_for(text, "user")
+            t = triple or Triple("", "", "")
+            conn.execute(
+                "UPDATE facts SET content = ?, content_hash = ?, subject = ?, relation = ?,"
+                " qualifier = ?, value = ?, negated = ? WHERE id = ?",
+                (text, content_hash(text), t.subject, t.relation, t.qualifier, t.value,
+                 int(t.negated), before.id),
+            )
+            conn.execute("DELETE FROM fact_entities WHERE fact_id = ?", (before.id,))
+            write.link_entities(conn, self.user_id, before.id, text, triple)
+
+    def remove(self, fact_id: int, *, provenance: Provenance | None = None) -> bool:
+        """Retire a live fact (reason ``removed``); False when it was already retired."""
+        p = provenance or Provenance()
+        with self._transaction() as conn:
+            before = self._require(conn, fact_id)
+            if not before.live:
+                return False
+            now = time.time()
+            conn.execute(
+                "UPDATE facts SET retired_at = ?, retired_reason = 'removed',"
+                " valid_to = COALESCE(valid_to, ?), updated_at = ? WHERE id = ?",
+                (now, now, now, fact_id),
+            )
+            write.revision(conn, fact_id, self.user_id, "remove", actor=p.actor,
+                           session_id=p.session_id, tool_call_id=p.message_id, before=before,
+                           after=self._require(conn, fact_id))
+        return True
+
+    def feedback(
+        self, fact_id: int, helpful: bool, *, provenance: Provenance | None = None
+    ) -> dict[str, Any]:
+        """Helpful: trust +0.05 (and ``helpful_count``); unhelpful: -0.10. Clamped to
+        [0, 1]. Returns the reference tool's result plus whether recall now hides it."""
+        p = provenance or Provenance()
+        with self._transaction() as conn:
+            before = self._require(conn, fact_id)
+            delta = 0.05 if helpful else -0.10
+            column = "helpful_count" if helpful else "unhelpful_count"
+            conn.execute(
+                f"UPDATE facts SET trust_score = max(0.0, min(1.0, trust_score + ?)),"
+                f" {column} = {column} + 1, updated_at = ? WHERE id = ?",
+                (delta, time.time(), fact_id),
+            )
+            after = self._require(conn, fact_id)
+            write.revision(conn, fact_id, self.user_id, "feedback", actor=p.actor,
+                           session_id=p.session_id, tool_call_id=p.message_id,
+                           before=before, after=after)
+        return {
+            "fact_id": fact_id,
+            "old_trust": round(before.trust_score, 4),
+            "new_trust": round(after.trust_score, 4),
+            "helpful_count": after.helpful_count,
+            "unhelpful_count": after.unhelpful_count,
+            "hidden_from_recall": after.trust_score < self.min_trust,
+        }
+
+    def forget(self, fact_id: int, *, actor: str = "user") -> bool:
+        """Delete a fact (live or retired), its entity links and its history's content;
+        a ``forget`` revision without content records that it happened."""
+        with self._transaction() as conn:
+            if write.load_fact(conn, self.user_id, fact_id) is None:
+                return False
+            conn.execute("UPDATE facts SET superseded_by = NULL WHERE superseded_by = ?"
+                         " AND user_id = ?", (fact_id, self.user_id))
+            conn.execute("DELETE FROM facts WHERE id = ? AND user_id = ?",
+                         (fact_id, self.user_id))
+            conn.execute("DELETE FROM fact_revisions WHERE fact_id = ? AND user_id = ?",
+                         (fact_id, self.user_id))
+            write.revision(conn, fact_id, self.user_id, "forget", actor=actor)
+        return True
+
+    def mark_retrieved(self, fact_ids: Sequence[int]) -> None:
+        """Count one retrieval for each fact (recall and search call this)."""
+        if not fact_ids:
+            return
+        marks = ",".join("?" * len(fact_ids))
+        with self._transaction() as conn:
+            conn.execute(
+                f"UPDATE facts SET retrieval_count = retrieval_count + 1"
+                f" WHERE user_id = ? AND id IN ({marks})",
+                (self.user_id, *fact_ids),
+            )
+
+    # ------------------------------------------------------------------ reads
+    def get(self, fact_id: int) -> Fact | None:
+        """The fact (live or retired) with its entities, or None."""
+        def run(conn: sqlite3.Connection) -> Fact | None:
+            fact = write.load_fact(conn, self.user_id, fact_id)
+            return read.with_entities(conn, [fact])[0] if fact else None
+        return self._read(run)
+
+    def find_live(self, content: str) -> Fact | None:
+        """The live fact whose normalised content equals ``content``, or None."""
+        def run(conn: sqlite3.Connection) -> Fact | None:
+            return write.find_duplicate(conn, self.user_id, content, None, "user") if (
+                content.strip()) else None
+        return self._read(run)
+
+    def search(self, query: str, *, limit: int = 10, min_trust: float | None = None
+               ) -> list[Fact]:
+        """Ranked live facts for ``query`` (see :func:`memoryport.storage.facts.read.search`)."""
+        floor = self.min_trust if min_trust is None else min_trust
+        return self._read(lambda c: read.search(c, self.user_id, query, limit=limit,
+                                                min_trust=floor))
+
+    def probe(self, entity: str, *, limit: int = 10) -> list[Fact]:
+        """Live facts about ``entity`` (entity index)."""
+        return self._read(lambda c: read.probe(c, self.user_id, entity, limit=limit,
+                                               min_trust=self.min_trust))
+
+    def related(self, entity: str, *, limit: int = 10
+                ) -> tuple[list[dict[str, Any]], list[Fact]]:
+        """Entities sharing facts with ``entity`` and their facts (one hop)."""
+        return self._read(lambda c: read.related(c, self.user_id, entity, limit=limit,
+                                                 min_trust=self.min_trust))
+
+    def reason(self, entities: Sequence[str], *, limit: int = 10
+               ) -> list[tuple[Fact, list[str]]]:
+        """Facts linking the given entities, most covered first."""
+        return self._read(lambda c: read.reason(c, self.user_id, entities, limit=limit,
+                                                min_trust=self.min_trust))
+
+    def contradictions(self, *, limit: int = 20, fact_id: int | None = None
+                       ) -> list[Contradiction]:
+        """Superseded facts and the facts that retired them, newest first."""
+        return self._read(lambda c: read.contradictions(c, self.user_id, limit=limit,
+                                                        fact_id=fact_id))
+
+    def list_facts(self, *, limit: int = 50, offset: int = 0, include_retired: bool = False,
+             category: str = "") -> list[Fact]:
+        """Facts newest first (those under the trust floor too)."""
+        return self._read(lambda c: read.list_facts(
+            c, self.user_id, limit=limit, offset=offset, include_retired=include_retired,
+            category=category))
+
+    def revisions(self, fact_id: int) -> list[Revision]:
+        """The history of ``fact_id``, oldest first."""
+        return self._read(lambda c: read.revisions(c, self.user_id, fact_id))
+
+    def count(self, *, include_retired: bool = False) -> int:
+        """How many facts this scope holds (live only unless ``include_retired``)."""
+        sql = "SELECT count(*) FROM facts WHERE user_id = ?"
+        if not include_retired:
+            sql += " AND retired_at IS NULL"
+        return int(self._read(lambda c: c.execute(sql, (self.user_id,)).fetchone()[0]))
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            if not getattr(self, "_closed", True):
+                self._closed = True
+                self._conn.close()

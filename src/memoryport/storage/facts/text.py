@@ -1,0 +1,82 @@
+"""Text helpers of the fact store: normalisation, content hashes, tokens and FTS5 queries.
+
+Queries are tokenized here, never handed to FTS5 raw: every word becomes a quoted
+literal, so no user text can be an FTS5 syntax error (a ``'``, ``?`` or ``/`` in a query
+finds what it should instead of raising or silently returning nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+__all__ = [
+    "STOPWORDS",
+    "content_hash",
+    "fts_query",
+    "jaccard",
+    "normalize",
+    "tokens",
+]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+_SPELLING = {"favourite": "favorite", "colour": "color", "favourites": "favorites"}
+
+
+def _words(text: str) -> frozenset[str]:
+    """The whitespace-separated words of ``text``."""
+    return frozenset(text.split())
+
+
+STOPWORDS = _words(
+    """a an and are as at be but by did do does for from had has have he her hers him his
+    how i if in into is it its me my of on or our ours she so than that the their them
+    then there these they this those to us was we were what when where which who whom why
+    will with would you your yours about can could should shall am been being just also
+    any all some s t"""
+)
+"""Words too common to search on (queries keep every other word)."""
+
+
+def normalize(text: str) -> str:
+    """Case-folded, NFKC, single-spaced text without surrounding punctuation."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return _SPACE.sub(" ", folded).strip().strip(".!;:,").strip()
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 of the normalised words: the same fact written with other case, spacing or
+    trailing punctuation hashes the same."""
+    words = " ".join(_SPELLING.get(w, w) for w in _WORD.findall(normalize(text)))
+    return hashlib.sha256(words.encode("utf-8")).hexdigest()
+
+
+def tokens(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Lower-case word tokens (British spellings of common words folded to American)."""
+    words = [_SPELLING.get(w, w) for w in _WORD.findall(normalize(text))]
+    if keep_stopwords:
+        return words
+    return [w for w in words if w not in STOPWORDS]
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    """Jaccard similarity of two token sets (0 when both are empty)."""
+    if not a and not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def fts_query(text: str, *, limit: int = 32) -> str:
+    """An FTS5 MATCH expression: the distinct content words of ``text``, each quoted,
+    OR-joined (``""`` when nothing is left, which callers treat as "no text query")."""
+    seen: list[str] = []
+    for word in tokens(text):
+        if len(word) < 2 and not word.isdigit():
+            continue
+        if word not in seen:
+            seen.append(word)
+        if len(seen) >= limit:
+            break
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in seen)

@@ -1,0 +1,207 @@
+"""The write steps of the fact store, each run inside the caller's open transaction:
+insert a fact with its entities, retire what it contradicts, append revisions."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from typing import Any
+
+from memoryport.storage.facts.entities import Entity, entity_key, extract_entities
+from memoryport.storage.facts.records import FACT_COLUMNS, Fact, FactInput, fact_from_row
+from memoryport.storage.facts.text import content_hash, fts_query, jaccard, tokens
+from memoryport.storage.facts.triples import FIRST_PERSON, Triple, conflicts, read_triple
+
+__all__ = [
+    "NEAR_DUPLICATE",
+    "find_duplicate",
+    "insert_fact",
+    "link_entities",
+    "load_fact",
+    "retire_conflicting",
+    "revision",
+    "snapshot",
+    "triple_for",
+]
+
+NEAR_DUPLICATE = 0.85
+"""Token Jaccard at or above which a new fact is the same as a live one (unless their
+extracted values or polarity differ)."""
+
+
+def snapshot(fact: Fact) -> dict[str, Any]:
+    """The fields a revision records before and after a change."""
+    return {
+        "content": fact.content,
+        "category": fact.category,
+        "tags": fact.tags,
+        "trust_score": round(fact.trust_score, 4),
+        "valid_from": fact.valid_from,
+        "valid_to": fact.valid_to,
+        "retired_at": fact.retired_at,
+        "retired_reason": fact.retired_reason,
+        "superseded_by": fact.superseded_by,
+    }
+
+
+def load_fact(conn: sqlite3.Connection, user_id: str, fact_id: int) -> Fact | None:
+    """The fact ``fact_id`` in ``user_id``'s scope (live or retired), or None."""
+    row = conn.execute(
+        f"SELECT {FACT_COLUMNS} FROM facts WHERE id = ? AND user_id = ?", (fact_id, user_id)
+    ).fetchone()
+    return fact_from_row(row) if row else None
+
+
+def revision(
+    conn: sqlite3.Connection,
+    fact_id: int,
+    user_id: str,
+    action: str,
+    *,
+    actor: str,
+    session_id: str = "",
+    tool_call_id: str = "",
+    before: Fact | None = None,
+    after: Fact | None = None,
+) -> None:
+    """Append one revision (inside the open transaction)."""
+    conn.execute(
+        "INSERT INTO fact_revisions(fact_id, user_id, action, actor, at, session_id,"
+        " tool_call_id, before, after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            fact_id, user_id, action, actor, time.time(), session_id, tool_call_id,
+            json.dumps(snapshot(before)) if before else None,
+            json.dumps(snapshot(after)) if after else None,
+        ),
+    )
+
+
+def triple_for(content: str, speaker: str) -> Triple | None:
+    """The statement ``content`` makes, first person mapped to ``speaker``."""
+    triple = read_triple(content)
+    if triple is None:
+        return None
+    if triple.subject == FIRST_PERSON:
+        subject = entity_key(speaker) or "user"
+        triple = Triple(subject, triple.relation, triple.value, triple.qualifier, triple.negated)
+    return triple
+
+
+def _same_statement(a: Triple | None, b: Triple | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return (a.subject, a.relation, a.value, a.negated) == (b.subject, b.relation, b.value,
+                                                          b.negated)
+
+
+def find_duplicate(
+    conn: sqlite3.Connection, user_id: str, content: str, triple: Triple | None, speaker: str
+) -> Fact | None:
+    """A live fact that says the same: same normalised content, or near-identical words
+    (Jaccard >= :data:`NEAR_DUPLICATE`) with the same extracted statement."""
+    row = conn.execute(
+        f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND content_hash = ?"
+        " AND retired_at IS NULL",
+        (user_id, content_hash(content)),
+    ).fetchone()
+    if row:
+        return fact_from_row(row)
+    match = fts_query(content)
+    if not match:
+        return None
+    mine = set(tokens(content))
+    rows = conn.execute(
+        f"SELECT {', '.join('f.' + c.strip() for c in FACT_COLUMNS.split(','))}"
+        " FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid"
+        " WHERE facts_fts MATCH ? AND f.user_id = ? AND f.retired_at IS NULL"
+        " ORDER BY bm25(facts_fts) LIMIT 8",
+        (match, user_id),
+    ).fetchall()
+    for candidate in map(fact_from_row, rows):
+        if jaccard(mine, set(tokens(candidate.content))) < NEAR_DUPLICATE:
+            continue
+        if _same_statement(triple, triple_for(candidate.content, speaker)):
+            return candidate
+    return None
+
+
+def insert_fact(
+    conn: sqlite3.Connection, user_id: str, item: FactInput, triple: Triple | None,
+    trust: float,
+) -> int:
+    """Insert the fact row; return its id."""
+    now = time.time()
+    p = item.provenance
+    t = triple or Triple("", "", "")
+    cursor = conn.execute(
+        "INSERT INTO facts(user_id, content, content_hash, category, tags, subject, relation,"
+        " qualifier, value, negated, trust_score, valid_from, recorded_at, updated_at,"
+        " session_id, message_id, source_kind, actor)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            user_id, item.content, content_hash(item.content), item.category, item.tags,
+            t.subject, t.relation, t.qualifier, t.value, int(t.negated), trust,
+            item.valid_from if item.valid_from is not None else now, now, now,
+            p.session_id, p.message_id, p.source_kind, p.actor,
+        ),
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def _entities_for(content: str, triple: Triple | None) -> list[Entity]:
+    found = extract_entities(content)
+    if triple is not None:
+        if triple.subject not in ("user", "we", ""):
+            found.append(Entity(triple.subject, "person"))
+        if 0 < len(triple.value.split()) <= 4:
+            found.append(Entity(triple.value, "thing"))
+    unique: dict[str, Entity] = {}
+    for entity in found:
+        unique.setdefault(entity.key, entity)
+    return [e for e in unique.values() if e.key]
+
+
+def link_entities(
+    conn: sqlite3.Connection, user_id: str, fact_id: int, content: str, triple: Triple | None
+) -> None:
+    """Upsert the entities ``content`` names and link them to ``fact_id``."""
+    now = time.time()
+    for entity in _entities_for(content, triple):
+        conn.execute(
+            "INSERT INTO entities(user_id, key, name, kind, created_at) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT(user_id, key) DO NOTHING",
+            (user_id, entity.key, entity.name, entity.kind, now),
+        )
+        conn.execute(
+            "INSERT OR IGNORE INTO fact_entities(fact_id, entity_id)"
+            " SELECT ?, id FROM entities WHERE user_id = ? AND key = ?",
+            (fact_id, user_id, entity.key),
+        )
+
+
+def retire_conflicting(
+    conn: sqlite3.Connection, user_id: str, new: Fact, triple: Triple, speaker: str
+) -> list[int]:
+    """Retire every live fact ``new`` contradicts (superseded by it); return their ids."""
+    rows = conn.execute(
+        f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND subject = ? AND relation = ?"
+        " AND retired_at IS NULL AND id != ?",
+        (user_id, triple.subject, triple.relation, new.id),
+    ).fetchall()
+    retired: list[int] = []
+    now = time.time()
+    for old in map(fact_from_row, rows):
+        old_triple = Triple(old.subject, old.relation, old.value, old.qualifier, old.negated)
+        if not conflicts(old_triple, triple):
+            continue
+        conn.execute(
+            "UPDATE facts SET retired_at = ?, retired_reason = 'superseded', superseded_by = ?,"
+            " valid_to = COALESCE(valid_to, ?), updated_at = ? WHERE id = ?",
+            (now, new.id, new.valid_from or now, now, old.id),
+        )
+        after = load_fact(conn, user_id, old.id)
+        revision(conn, old.id, user_id, "retire", actor=new.actor or "store",
+                 session_id=new.session_id, tool_call_id=new.message_id, before=old, after=after)
+        retired.append(old.id)
+    return retired
