@@ -24,7 +24,7 @@ from memoryport.config import (
     DEFAULT_USER_CHAR_LIMIT,
     MemorySettings,
 )
-from memoryport.errors import MemoryStoreError
+from memoryport.errors import MemoryStoreError, ToolArgumentError
 from memoryport.providers.curated import CuratedMemory, create_builtin_provider, curated_options
 from memoryport.providers.curated.editor import clean_content, clean_old_text
 from memoryport.storage.sessions.portable import export_line, parse_export_line
@@ -171,3 +171,33 @@ def test_sessions_list_and_search_read_the_source_options_alike(tmp_path: Path) 
     assert sources("list", "--all-sources") == sources("search", "walrus", "--all-sources")
     assert sources("list", "--all-sources") == ["cli", "tool"]
     assert sources("list", "--source", "tool") == sources("search", "walrus", "--source", "tool")
+
+
+def test_sort_orders_are_spelled_once() -> None:
+    """The three sort orders were listed in the store, the tool (check and schema enum)
+    and the CLI; all now read ``records.SORT_ORDERS`` and the one check."""
+    from memoryport.providers.sessions.tool import SESSION_SEARCH_SCHEMA
+    from memoryport.storage.sessions.records import SORT_ORDERS, check_sort
+
+    assert SORT_ORDERS == ("relevance", "newest", "oldest")
+    sort = SESSION_SEARCH_SCHEMA["parameters"]["properties"]["sort"]
+    assert sort["enum"] == list(SORT_ORDERS)
+    with pytest.raises(ToolArgumentError, match="sort must be relevance, newest or oldest"):
+        check_sort("best")
+    literal = "relevance"
+    holders = {
+        str(p.relative_to(SRC))
+        for p, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.List | ast.Tuple)
+        and any(isinstance(e, ast.Constant) and e.value == literal for e in node.elts)
+    }
+    assert holders == {"storage/sessions/records.py"}  # the SortOrder Literal only
+
+
+def test_the_cli_offers_the_sort_orders(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["sessions", "search", "x", "--sort", "best", "--home", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "'relevance', 'newest', 'oldest'" in result.output

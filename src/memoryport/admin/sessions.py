@@ -20,6 +20,7 @@ from memoryport.errors import SessionNotFound
 from memoryport.storage.sessions.base import SessionStore
 from memoryport.storage.sessions.portable import Progress
 from memoryport.storage.sessions.records import (
+    SORT_ORDERS,
     ImportReport,
     MessageRecord,
     SearchHit,
@@ -31,6 +32,7 @@ from memoryport.storage.sessions.records import (
 from memoryport.storage.sessions.render import message_text, readable_snippet
 
 __all__ = [
+    "SORT_ORDERS",
     "ExportCounts",
     "ImportReport",
     "MessageRecord",

@@ -16,6 +16,7 @@ from typing import Any, TypeVar, cast
 import click
 
 from memoryport.admin.sessions import (
+    SORT_ORDERS,
     SortOrder,
     all_sessions,
     message_text,
@@ -126,7 +127,7 @@ def list_command(
     show_default=True,
     help=f"How many hits (1-{_MAX_SEARCH}).",
 )
-@click.option("--sort", type=click.Choice(["relevance", "newest", "oldest"]), default="relevance")
+@click.option("--sort", type=click.Choice(SORT_ORDERS), default=SORT_ORDERS[0])
 @click.option("--role", "roles", multiple=True, help="Only these roles (repeatable).")
 @_source_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

@@ -17,17 +17,18 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 from memoryport.errors import StoreError, ToolArgumentError
 from memoryport.storage.sessions.base import SessionStore, clamp
 from memoryport.storage.sessions.query import parse_query
 from memoryport.storage.sessions.records import (
+    SORT_ORDERS,
     MessageRecord,
     MessageWindow,
     SearchHit,
     SessionRecord,
-    SortOrder,
+    check_sort,
 )
 from memoryport.storage.sessions.render import readable_snippet as _readable_snippet
 from memoryport.types import ToolSchema
@@ -62,7 +63,7 @@ SESSION_SEARCH_SCHEMA: ToolSchema = {
             },
             "sort": {
                 "type": "string",
-                "enum": ["relevance", "newest", "oldest"],
+                "enum": list(SORT_ORDERS),
                 "description": "Order of discover results (default relevance).",
             },
             "session_id": {"type": "string", "description": "A session to scroll or read."},
@@ -319,9 +320,7 @@ def _collect_hits(
     skip: set[str],
 ) -> tuple[list[tuple[SearchHit, str]], int, Any]:
     roles = [r.strip() for r in str(args.get("role_filter") or "user,assistant").split(",")]
-    sort = str(args.get("sort") or "relevance")
-    if sort not in ("relevance", "newest", "oldest"):
-        raise ToolArgumentError(f"sort must be relevance, newest or oldest, not {sort!r}")
+    sort = check_sort(str(args.get("sort") or "relevance"))
     chosen: list[tuple[SearchHit, str]] = []
     scheduled: list[tuple[SearchHit, str]] = []  # cron sessions rank below interactive ones
     scanned, offset, last = 0, 0, None
@@ -332,7 +331,7 @@ def _collect_hits(
             query,
             user_id=ctx.user_id,
             roles=[r for r in roles if r],
-            sort=cast(SortOrder, sort),
+            sort=sort,
             limit=page,
             offset=offset,
             snippets=False,  # computed below for the few hits discover returns

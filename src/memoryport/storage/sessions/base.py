@@ -35,6 +35,7 @@ from memoryport.storage.sessions.records import (
     SessionSummary,
     SortOrder,
     check_session_fields,
+    check_sort,
     coerce_message,
 )
 from memoryport.types import valid_text
@@ -331,8 +332,7 @@ class SessionStore(ABC):
         ``snippets=False`` skips computing snippets (every ``SearchHit.snippet`` is ``""``)
         for callers that show only a few hits; see :meth:`snippets_for`.
         """
-        if sort not in ("relevance", "newest", "oldest"):
-            raise ToolArgumentError(f"sort must be relevance, newest or oldest, not {sort!r}")
+        sort = check_sort(sort)
         scope = self._scope(user_id, sources, exclude_sources, roles, session_ids)
         combine = "all" if match == "all" or (match == "auto" and sort != "relevance") else "any"
         parsed = parse_query(query, combine=combine)

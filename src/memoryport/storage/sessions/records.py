@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 from memoryport.errors import ToolArgumentError
 from memoryport.types import flatten_content, valid_text
@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_HIDDEN_SOURCES",
     "KNOWN_SOURCES",
     "SESSION_UPDATABLE_FIELDS",
+    "SORT_ORDERS",
     "ImportReport",
     "MatchMode",
     "MessageInput",
@@ -29,6 +30,7 @@ __all__ = [
     "SessionSummary",
     "SortOrder",
     "check_session_fields",
+    "check_sort",
     "coerce_message",
     "valid_values",
 ]
@@ -42,6 +44,17 @@ def valid_values(values: Iterable[Any]) -> list[Any]:
 
 SortOrder: TypeAlias = Literal["relevance", "newest", "oldest"]
 """How ``search_messages`` orders hits: BM25 rank, or message time either way."""
+
+SORT_ORDERS: tuple[str, ...] = get_args(SortOrder)
+"""The values of :data:`SortOrder`, in that order (for choices and schemas)."""
+
+
+def check_sort(sort: str) -> SortOrder:
+    """``sort`` as a :data:`SortOrder`; ``ToolArgumentError`` naming the choices if not one."""
+    if sort not in SORT_ORDERS:
+        raise ToolArgumentError(f"sort must be relevance, newest or oldest, not {sort!r}")
+    return cast(SortOrder, sort)
+
 
 MatchMode: TypeAlias = Literal["auto", "all", "any"]
 """How plain terms combine: ``all`` (AND), ``any`` (OR, ranked by BM25), or ``auto``.
