@@ -1,0 +1,317 @@
+"""The turn index: every completed turn, its author and time, searchable with context.
+
+One SQLite file (WAL), shared with the fact store; this component's tables and its own
+migration namespace are in :mod:`.schema`, the scoring in :mod:`.rank`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memoryport.errors import StoreError
+from memoryport.storage.sessions.sqlite.connect import create_private_file
+from memoryport.storage.sessions.temporal import has_temporal_expression, time_hint
+from memoryport.storage.turns import schema
+from memoryport.storage.turns.rank import Components, Weights, combine, fts_query, query_words
+
+__all__ = ["MAX_LIMIT", "TurnHit", "TurnIndex", "TurnInput"]
+
+MAX_LIMIT = 1000
+"""The largest ``limit`` :meth:`TurnIndex.search` accepts."""
+MAIN_DEPTH = 300
+"""How many best-matching turns (by their own BM25) a query considers."""
+SESSION_DEPTH = 3
+"""How many best-matching session blocks contribute all their turns as candidates."""
+
+_TURN_COLUMNS = "id, session_id, position, speaker, text, timestamp, source_id, temporal"
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """One completed turn to store."""
+
+    session_id: str
+    speaker: str
+    text: str
+    timestamp: float
+    source_id: str = ""
+    user_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnHit:
+    """One search result, best first; ``score`` is the combined score (higher is better)."""
+
+    turn_id: int
+    session_id: str
+    speaker: str
+    text: str
+    timestamp: float
+    source_id: str
+    score: float
+
+
+def _check(turn: object, index: int) -> TurnInput:
+    """``turn`` when valid; otherwise ``ValueError`` saying which field and why."""
+    where = f"turn {index}"
+    if not isinstance(turn, TurnInput):
+        raise ValueError(f"{where}: expected a TurnInput, got {type(turn).__name__}")
+    for name in ("session_id", "speaker", "text", "source_id"):
+        if not isinstance(getattr(turn, name), str):
+            raise ValueError(f"{where}: {name} must be a string")
+    if not turn.session_id.strip():
+        raise ValueError(f"{where}: session_id is empty; pass the id of the turn's session")
+    if "\x00" in turn.text or "\x00" in turn.speaker:
+        raise ValueError(f"{where}: text and speaker may not contain NUL characters")
+    stamp = turn.timestamp
+    if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not math.isfinite(stamp):
+        raise ValueError(f"{where}: timestamp must be finite epoch seconds, got {stamp!r}")
+    _scope(turn.user_id)
+    return turn
+
+
+def _scope(user_id: str | None) -> str:
+    """The stored user scope: ``''`` for turns without a user."""
+    if user_id is None:
+        return ""
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise ValueError("user_id must be None or a non-empty string")
+    return user_id
+
+
+def _body(speaker: str, text: str) -> str:
+    return f"{speaker}: {text}" if speaker else text
+
+
+class TurnIndex:
+    """Turns stored in SQLite and ranked by :mod:`memoryport.storage.turns.rank`.
+
+    ``user_id`` scopes every call: turns stored with a user are found only with that
+    user, and ``user_id=None`` means the turns stored without one. Thread-safe (one
+    connection behind a lock).
+    """
+
+    def __init__(self, path: Path, *, weights: Weights | None = None) -> None:
+        self.path = Path(path)
+        self.weights = weights or Weights()
+        if str(path) != ":memory:":
+            create_private_file(self.path)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            str(path), timeout=10.0, isolation_level=None, check_same_thread=False
+        )
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            schema.migrate(self._conn)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> TurnIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def count(self, user_id: str | None = None) -> int:
+        """How many turns are stored in ``user_id``'s scope."""
+        scope = _scope(user_id)
+        with self._lock:
+            row = self._conn.execute("SELECT count(*) FROM turns WHERE user_id = ?", (scope,))
+            return int(row.fetchone()[0])
+
+    def add_turns(self, turns: Sequence[TurnInput]) -> list[int]:
+        """Store ``turns`` in one transaction, each after the last stored turn of its
+        session (so neighbours follow session order); return their ids in input order.
+
+        Invalid input raises ``ValueError`` naming the turn and stores nothing.
+        """
+        checked = [_check(t, i) for i, t in enumerate(turns)]
+        if not checked:
+            return []
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                ids = self._insert(checked)
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"could not store turns in {self.path}: {exc}") from exc
+                raise
+        return ids
+
+    def _insert(self, turns: list[TurnInput]) -> list[int]:
+        conn = self._conn
+        nexts: dict[tuple[str, str], int] = {}
+        touched: dict[tuple[str, str, int], int] = {}  # block -> first new position
+        ids = []
+        now = time.time()
+        for turn in turns:
+            key = (_scope(turn.user_id), turn.session_id)
+            if key not in nexts:
+                row = conn.execute(
+                    "SELECT coalesce(max(position) + 1, 0) FROM turns"
+                    " WHERE user_id = ? AND session_id = ?",
+                    key,
+                ).fetchone()
+                nexts[key] = int(row[0])
+            position = nexts[key]
+            nexts[key] = position + 1
+            temporal = int(has_temporal_expression(turn.text))
+            cur = conn.execute(
+                "INSERT INTO turns(user_id, session_id, position, speaker, text, timestamp,"
+                " source_id, recorded_at, temporal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*key, position, turn.speaker, turn.text, float(turn.timestamp),
+                 turn.source_id, now, temporal),
+            )
+            turn_id = int(cur.lastrowid or 0)
+            conn.execute(
+                "INSERT INTO turns_fts(rowid, body) VALUES (?, ?)",
+                (turn_id, _body(turn.speaker, turn.text)),
+            )
+            ids.append(turn_id)
+            touched.setdefault((*key, position // schema.BLOCK_TURNS), position)
+        for block, first_new in touched.items():
+            self._reindex_block(block, first_new)
+        return ids
+
+    def _reindex_block(self, block: tuple[str, str, int], first_new: int) -> None:
+        """Replace a session block's document with its turns' text (old text rebuilt
+        from the turns stored before this transaction, for the FTS5 delete)."""
+        conn = self._conn
+        user, session, number = block
+        lo = number * schema.BLOCK_TURNS
+        rows = conn.execute(
+            "SELECT position, speaker, text FROM turns WHERE user_id = ? AND session_id = ?"
+            " AND position >= ? AND position < ? ORDER BY position",
+            (user, session, lo, lo + schema.BLOCK_TURNS),
+        ).fetchall()
+        found = conn.execute(
+            "SELECT id FROM turn_blocks WHERE user_id = ? AND session_id = ? AND block = ?",
+            block,
+        ).fetchone()
+        if found is None:
+            block_id = int(
+                conn.execute(
+                    "INSERT INTO turn_blocks(user_id, session_id, block) VALUES (?, ?, ?)", block
+                ).lastrowid
+                or 0
+            )
+        else:
+            block_id = int(found[0])
+            old = "\n".join(_body(s, t) for p, s, t in rows if p < first_new)
+            conn.execute(
+                "INSERT INTO blocks_fts(blocks_fts, rowid, body) VALUES ('delete', ?, ?)",
+                (block_id, old),
+            )
+        new = "\n".join(_body(s, t) for _, s, t in rows)
+        conn.execute("INSERT INTO blocks_fts(rowid, body) VALUES (?, ?)", (block_id, new))
+
+    def search(self, query: str, *, limit: int = 10, user_id: str | None = None) -> list[TurnHit]:
+        """The ``limit`` best turns for ``query`` in ``user_id``'s scope, best first."""
+        if not isinstance(query, str):
+            raise ValueError("query must be a string")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise ValueError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
+        rows, parts = self.candidates(query, user_id=user_id)
+        scores = combine(parts, self.weights)
+        order = sorted(range(len(rows)), key=lambda i: (-scores[i], -parts[i].main, rows[i][0]))
+        return [
+            TurnHit(
+                turn_id=rows[i][0], session_id=rows[i][1], speaker=rows[i][3], text=rows[i][4],
+                timestamp=rows[i][5], source_id=rows[i][6], score=round(scores[i], 6),
+            )
+            for i in order[:limit]
+        ]
+
+    def candidates(
+        self, query: str, *, user_id: str | None = None
+    ) -> tuple[list[tuple[int, str, int, str, str, float, str, int]], list[Components]]:
+        """The candidate turns of ``query`` and their raw signals (before weighting).
+
+        Rows are ``(id, session_id, position, speaker, text, timestamp, source_id,
+        temporal)``. Public for the benchmark, which fits weights on these signals.
+        """
+        scope = _scope(user_id)
+        words = query_words(query)
+        match = fts_query(words)
+        if not match:
+            return [], []
+        with self._lock:
+            main = self._main_scores(match, scope)
+            blocks = self._block_scores(match, scope)
+            rows = self._candidate_rows(scope, main, blocks)
+        hint = time_hint(query)
+        wordset = set(words)
+        parts = []
+        for row in rows:
+            _, session, position, speaker, _, stamp, _, temporal = row
+            named = bool(speaker) and set(query_words(speaker)) <= wordset
+            parts.append(
+                Components(
+                    main=main.get((session, position), 0.0),
+                    prev=main.get((session, position - 1), 0.0),
+                    next=main.get((session, position + 1), 0.0),
+                    session=blocks.get((session, position // schema.BLOCK_TURNS), 0.0),
+                    speaker=1.0 if named else 0.0,
+                    window=1.0 if any(lo <= stamp < hi for lo, hi in hint.windows) else 0.0,
+                    when=1.0 if hint.intent and temporal else 0.0,
+                )
+            )
+        return rows, parts
+
+    def _main_scores(self, match: str, scope: str) -> dict[tuple[str, int], float]:
+        rows = self._conn.execute(
+            "SELECT t.session_id, t.position, -bm25(turns_fts) FROM turns_fts f"
+            " JOIN turns t ON t.id = f.rowid WHERE turns_fts MATCH ? AND t.user_id = ?"
+            " ORDER BY bm25(turns_fts) LIMIT ?",
+            (match, scope, MAIN_DEPTH),
+        )
+        return {(s, p): float(v) for s, p, v in rows}
+
+    def _block_scores(self, match: str, scope: str) -> dict[tuple[str, int], float]:
+        rows = self._conn.execute(
+            "SELECT b.session_id, b.block, -bm25(blocks_fts) FROM blocks_fts f"
+            " JOIN turn_blocks b ON b.id = f.rowid WHERE blocks_fts MATCH ? AND b.user_id = ?"
+            " ORDER BY bm25(blocks_fts) LIMIT ?",
+            (match, scope, MAIN_DEPTH),
+        )
+        return {(s, b): float(v) for s, b, v in rows}
+
+    def _candidate_rows(
+        self,
+        scope: str,
+        main: dict[tuple[str, int], float],
+        blocks: dict[tuple[str, int], float],
+    ) -> list[tuple[int, str, int, str, str, float, str, int]]:
+        keys: set[tuple[str, int]] = set()
+        for session, position in main:
+            keys.update(((session, position - 1), (session, position), (session, position + 1)))
+        best = sorted(blocks.items(), key=lambda kv: -kv[1])[:SESSION_DEPTH]
+        for (session, number), _ in best:
+            lo = number * schema.BLOCK_TURNS
+            keys.update((session, p) for p in range(lo, lo + schema.BLOCK_TURNS))
+        rows = self._conn.execute(
+            f"SELECT {', '.join('t.' + c for c in _TURN_COLUMNS.split(', '))}"
+            " FROM json_each(?) j CROSS JOIN turns t ON t.user_id = ?"
+            " AND t.session_id = j.value ->> 0 AND t.position = j.value ->> 1",
+            (json.dumps(sorted(keys)), scope),
+        ).fetchall()
+        return [tuple(r) for r in rows]
+

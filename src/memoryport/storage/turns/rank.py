@@ -1,0 +1,93 @@
+"""How the turn index scores a candidate turn for a query (no model, no LLM).
+
+Every signal is computed per candidate, divided by its best value over the candidates of
+the query (so each lies in 0..1), multiplied by its weight and summed:
+
+* ``main``: BM25 (FTS5, Porter stemmer) of the query's non-stopword terms over
+  ``"Speaker: text"`` of the turn itself;
+* ``prev`` / ``next``: the same BM25 of the turn before and after it in its session
+  (conversations answer across turns: "Did you go?" / "Yes, to Paris last week");
+* ``session``: BM25 of the block of the session holding the turn, the block taken as one
+  document (what the whole conversation was about);
+* ``speaker``: 1 when the query names the turn's speaker ("What did Caroline ...");
+* ``window``: 1 when the turn's timestamp lies in a date window the query names, and
+  ``when``: 1 when the query asks "when/how long" and the turn mentions a time — both
+  from :mod:`memoryport.storage.sessions.temporal`, shared with the session store.
+
+The default weights were chosen on one half of the LoCoMo dev file and checked on the
+other (``benchmarks/locomo_retrieval.py --backend holographic``; docs/holographic.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+
+from memoryport.storage.sessions.query import STOPWORDS
+
+__all__ = ["MAX_TERMS", "Components", "Weights", "combine", "fts_query", "query_words"]
+
+MAX_TERMS = 32
+"""At most this many distinct query terms are searched (the first ones in the query)."""
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The weight of each signal in a turn's score (see the module docstring)."""
+
+    main: float = 1.0
+    prev: float = 0.5
+    next: float = 0.3
+    session: float = 0.5
+    speaker: float = 0.5
+    window: float = 1.0
+    when: float = 0.3
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, (int, float)) or not 0 <= value <= 100:
+                raise ValueError(f"weight {f.name} must be a number from 0 to 100, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Components:
+    """One candidate's raw signals (BM25 values are positive, higher is better)."""
+
+    main: float
+    prev: float
+    next: float
+    session: float
+    speaker: float
+    window: float
+    when: float
+
+
+def query_words(query: str) -> list[str]:
+    """The query's lower-cased words, in order, without duplicates."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(query.lower()):
+        seen.setdefault(word, None)
+    return list(seen)
+
+
+def fts_query(words: list[str]) -> str:
+    """An FTS5 MATCH expression ORing the non-stopword ``words`` ('' when none)."""
+    terms = [w for w in words if w not in STOPWORDS][:MAX_TERMS]
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
+def combine(candidates: list[Components], weights: Weights) -> list[float]:
+    """The weighted sum of each candidate's signals, each divided by its best value."""
+    names = [f.name for f in fields(Components)]
+    best = {n: max((getattr(c, n) for c in candidates), default=0.0) for n in names}
+    out = []
+    for c in candidates:
+        total = 0.0
+        for n in names:
+            if best[n] > 0:
+                total += getattr(weights, n) * getattr(c, n) / best[n]
+        out.append(total)
+    return out

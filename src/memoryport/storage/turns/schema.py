@@ -1,0 +1,147 @@
+"""Schema of the turn index: named, append-only migrations in their own namespace.
+
+The turn index shares its SQLite file (``<home>/holographic.db``) with the fact store, so
+its migrations are recorded in their own table, ``_turns_migrations``, and run with the
+shared runner (:mod:`memoryport.storage.sessions.migrate`): each pending migration in
+one ``BEGIN IMMEDIATE`` transaction together with its record. Never edit or reorder a
+released migration; add a new one at the end.
+
+Tables:
+
+* ``turns``: one row per stored turn (user scope ``''`` when the turn has no user, the
+  session id, the turn's position in its session, speaker, text, the turn's own
+  timestamp, the caller's ``source_id``, when it was recorded, and ``temporal``: 1 when
+  the text mentions a time, computed once at write time).
+* ``turns_fts``: contentless FTS5 (``porter unicode61``) over ``"Speaker: text"``,
+  rowid = turn id (the text is stored once, in ``turns``; a row is removed with the FTS5
+  ``'delete'`` command and its original text, which ``turns`` still holds).
+* ``turn_blocks`` / ``blocks_fts``: the session as a document, in blocks of
+  :data:`BLOCK_TURNS` consecutive turns (so appending to a long session re-indexes at
+  most one block), rowid = block id; contentless too (a block's old text is rebuilt from
+  ``turns`` to delete it).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from memoryport.storage.sessions import migrate as runner
+
+__all__ = ["BLOCK_TURNS", "LEDGER_TABLE", "MIGRATIONS", "Ledger", "applied", "migrate"]
+
+BLOCK_TURNS = 64
+"""Consecutive turns of a session that form one session document."""
+LEDGER_TABLE = "_turns_migrations"
+"""Where the turn index records its applied migrations."""
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _script(conn: sqlite3.Connection, script: str) -> None:
+    """Run each statement of ``script`` inside the open transaction (``executescript``
+    would commit it first)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def m001_turns(conn: sqlite3.Connection) -> None:
+    """Turns, their word index and the session-block index."""
+    _script(
+        conn,
+        """
+        CREATE TABLE turns (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            speaker TEXT NOT NULL,
+            text TEXT NOT NULL,
+            timestamp REAL NOT NULL,
+            source_id TEXT NOT NULL,
+            recorded_at REAL NOT NULL,
+            temporal INTEGER NOT NULL
+        );
+        CREATE UNIQUE INDEX turns_session_position ON turns(user_id, session_id, position);
+        CREATE INDEX turns_user ON turns(user_id, id);
+        CREATE VIRTUAL TABLE turns_fts USING fts5(
+            body, content='', tokenize='porter unicode61'
+        );
+        CREATE TABLE turn_blocks (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            block INTEGER NOT NULL,
+            UNIQUE (user_id, session_id, block)
+        );
+        CREATE VIRTUAL TABLE blocks_fts USING fts5(
+            body, content='', tokenize='porter unicode61'
+        )
+        """,
+    )
+
+
+MIGRATIONS: list[tuple[str, Migration]] = [("m001_turns", m001_turns)]
+
+
+class Ledger:
+    """The shared runner's SQLite ledger over a named table (``BEGIN IMMEDIATE`` is the
+    migration lock). Other components sharing the file pass their own table name."""
+
+    def __init__(self, conn: sqlite3.Connection, table: str = LEDGER_TABLE) -> None:
+        if not table.replace("_", "").isalnum():
+            raise ValueError(f"ledger table name must be letters, digits and _: {table!r}")
+        self._conn = conn
+        self._table = table
+
+    def done(self) -> set[str]:
+        """Names recorded in the ledger table (empty when it does not exist yet)."""
+        try:
+            return {row[0] for row in self._conn.execute(f"SELECT name FROM {self._table}")}
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return set()
+            raise
+
+    @contextmanager
+    def transaction(self, name: str) -> Iterator[None]:
+        """One ``BEGIN IMMEDIATE`` transaction with the ledger table present."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self._table}"
+                " (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+            )
+            yield
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise runner.failed(name, exc) from exc
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def run(self, step: Migration) -> None:
+        """Run one migration step inside the open transaction."""
+        step(self._conn)
+
+    def record(self, name: str, applied_at: float) -> None:
+        """Record ``name`` as applied inside the open transaction."""
+        self._conn.execute(
+            f"INSERT INTO {self._table}(name, applied_at) VALUES (?, ?)", (name, applied_at)
+        )
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    """Names of the turn-index migrations applied to ``conn``'s database, in order."""
+    return runner.applied(MIGRATIONS, Ledger(conn).done())
+
+
+def migrate(conn: sqlite3.Connection, *, stop_before: str | None = None) -> list[str]:
+    """Apply the pending turn-index migrations (autocommit connection); return their names."""
+    return runner.migrate(MIGRATIONS, Ledger(conn), stop_before=stop_before)
