@@ -13,7 +13,8 @@ Schema (designed for provenance, history and temporal validity as well):
   ``content_hash``, ``valid_from``/``valid_to`` (when true in the world),
   ``recorded_at``/``retired_at`` (when the store learned and retired it),
   ``retired_reason``, ``superseded_by``, and provenance (``session_id``,
-  ``message_id``, ``source_kind``, ``actor``), scoped by ``user_id`` ('' = no user).
+  ``message_id``, ``source_kind``, ``actor``, ``speaker``: who said it), scoped by
+  ``user_id`` ('' = no user).
   A live fact's normalised content is unique per user (``facts_live_hash``).
 * ``entities`` / ``fact_entities`` -- the entity index (exact keys, per user).
 * ``facts_fts`` -- external-content FTS5 over ``content`` and ``tags``; its UPDATE
@@ -87,7 +88,8 @@ def m001_facts(conn: sqlite3.Connection) -> None:
         session_id TEXT NOT NULL DEFAULT '',
         message_id TEXT NOT NULL DEFAULT '',
         source_kind TEXT NOT NULL DEFAULT '',
-        actor TEXT NOT NULL DEFAULT ''
+        actor TEXT NOT NULL DEFAULT '',
+        speaker TEXT NOT NULL DEFAULT ''
     );
     CREATE UNIQUE INDEX facts_live_hash ON facts(user_id, content_hash)
         WHERE retired_at IS NULL;

@@ -65,11 +65,26 @@ def _entity_boost(conn: sqlite3.Connection, user_id: str, query: str) -> set[int
     return {row[0] for row in rows}
 
 
+def _entity_candidates(
+    conn: sqlite3.Connection, user_id: str, ids: set[int], min_trust: float, limit: int
+) -> list[Fact]:
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT {_F} FROM facts f WHERE f.id IN ({marks}) AND {_LIVE}"
+        " ORDER BY f.trust_score DESC, f.recorded_at DESC LIMIT ?",
+        (*ids, user_id, min_trust, limit),
+    ).fetchall()
+    return [fact_from_row(r) for r in rows]
+
+
 def search(
     conn: sqlite3.Connection, user_id: str, query: str, *, limit: int, min_trust: float
 ) -> list[Fact]:
     """Live facts matching ``query``: BM25 (normalised, best = 1) blended with word
-    overlap and an entity match, multiplied by trust."""
+    overlap and an entity match (facts linked to an entity the query names are
+    candidates even without a shared word), multiplied by trust."""
     match = fts_query(query)
     if not match:
         return []
@@ -78,15 +93,17 @@ def search(
         f" WHERE facts_fts MATCH ? AND {_LIVE} ORDER BY bm25(facts_fts) LIMIT ?",
         (match, user_id, min_trust, max(limit * 4, 20)),
     ).fetchall()
-    if not rows:
-        return []
-    best = min(row[-1] for row in rows) or -1.0
-    wanted = set(tokens(query))
+    best = min((row[-1] for row in rows), default=-1.0) or -1.0
+    lexical = {row[0]: row[-1] / best for row in rows}
     boosted = _entity_boost(conn, user_id, query)
+    candidates = [fact_from_row(row[:-1]) for row in rows]
+    candidates += _entity_candidates(conn, user_id, boosted - set(lexical), min_trust,
+                                     max(limit * 2, 10))
+    wanted = set(tokens(query))
     scored: list[Fact] = []
-    for row in rows:
-        fact = fact_from_row(row[:-1])
-        relevance = 0.6 * (row[-1] / best) + 0.25 * jaccard(wanted, set(tokens(fact.content)))
+    for fact in candidates:
+        relevance = 0.6 * lexical.get(fact.id, 0.0)
+        relevance += 0.25 * jaccard(wanted, set(tokens(fact.content)))
         relevance += 0.15 if fact.id in boosted else 0.0
         scored.append(replace(fact, score=relevance * fact.trust_score))
     scored.sort(key=lambda f: (-f.score, -f.recorded_at))

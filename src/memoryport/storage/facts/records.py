@@ -25,7 +25,7 @@ FACT_COLUMNS = (
     "id, user_id, content, category, tags, subject, relation, qualifier, value, negated, "
     "trust_score, retrieval_count, helpful_count, unhelpful_count, valid_from, valid_to, "
     "recorded_at, updated_at, retired_at, retired_reason, superseded_by, session_id, "
-    "message_id, source_kind, actor"
+    "message_id, source_kind, actor, speaker"
 )
 """The ``facts`` columns every read selects, in :class:`Fact` field order."""
 
@@ -44,7 +44,8 @@ class Provenance:
 
 @dataclass(frozen=True)
 class FactInput:
-    """A fact to add. ``valid_from`` is when it became true (default: when recorded)."""
+    """A fact to add. ``valid_from`` is when it became true (default: when recorded);
+    ``speaker`` is who said it, whom "I"/"my" in ``content`` refers to."""
 
     content: str
     category: str = "general"
@@ -52,6 +53,7 @@ class FactInput:
     trust: float | None = None
     valid_from: float | None = None
     provenance: Provenance = field(default_factory=Provenance)
+    speaker: str = "user"
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class Fact:
     message_id: str
     source_kind: str
     actor: str
+    speaker: str
     score: float = 0.0
     entities: tuple[str, ...] = ()
 
@@ -108,7 +111,7 @@ def fact_from_row(row: sqlite3.Row | tuple[Any, ...], *, score: float = 0.0) -> 
     return Fact(**values, score=score)
 
 
-_ROW_FIELDS = tuple(f.name for f in fields(Fact))[:25]
+_ROW_FIELDS = tuple(f.name for f in fields(Fact))[:26]
 
 
 @dataclass(frozen=True)

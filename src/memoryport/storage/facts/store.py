@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -160,14 +160,13 @@ class FactStore:
         return fact
 
     # ------------------------------------------------------------------ writes
-    def add(self, item: FactInput, *, speaker: str = "user") -> AddResult:
+    def add(self, item: FactInput) -> AddResult:
         """Add a fact with its entities; retire the live facts it contradicts. A fact that
-        says what a live one says already returns that one (``status="duplicate"``).
-        ``speaker`` is who "I"/"my" refers to."""
+        says what a live one says already returns that one (``status="duplicate"``)."""
         content = check_content(item.content)
         check_category(item.category)
-        item = FactInput(content, item.category, item.tags, item.trust, item.valid_from,
-                         item.provenance)
+        speaker = item.speaker or "user"
+        item = replace(item, content=content, speaker=speaker)
         triple = write.triple_for(content, speaker)
         try:
             with self._transaction() as conn:

@@ -103,7 +103,8 @@ _TAIL = re.compile(
     r"a\s+lot|very\s+much|so\s+much|lately|today|yesterday|recently|(?:last|this|next)\s+\w+|"
     r"(?:in|since|on)\s+\d{4}|\d+\s+\w+\s+ago|(?:a|one|two|few)\s+\w+\s+ago)$", re.I)
 _LEAD = re.compile(r"^(?:the|a|an|some)\s+", re.I)
-_OPENERS = re.compile(r"^(?:(?:oh|well|so|yes|yeah|ok|okay|also|actually|btw|by the way|fyi)"
+_OPENERS = re.compile(r"^(?:(?:oh|well|so|yes|yeah|ok|okay|also|actually|btw|by the way|fyi|"
+                      r"these days|nowadays|now|lately|recently|currently|honestly|anyway)"
                       r"[,!]?\s+)+", re.I)
 _PRONOUNS = frozenset({"he", "she", "they", "it", "this", "that", "there", "you", "who",
                        "what", "which", "these", "those", "everyone", "someone"})

@@ -1,0 +1,278 @@
+"""``HolographicProvider``: local fact memory with recall each turn.
+
+Storage is ``<home>/holographic.db`` (:class:`~memoryport.storage.facts.store.FactStore`,
+scoped to the session's ``user_id``). Writes: ``sync_turn`` (facts the user states),
+``on_memory_write`` (curated add/replace/remove mirrored), ``on_pre_compress`` and
+``on_session_end`` (facts in what is discarded; duplicates of what ``sync_turn`` already
+stored are recognised by content hash). Non-primary contexts (subagents, cron, flush)
+never write. Reads: ``prefetch`` (the top facts within the character budget; a result
+warmed by ``queue_prefetch`` for the same session and query is reused while the store is
+unchanged; the warm cache is dropped at every session switch) and the tools.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from memoryport.config import load_config
+from memoryport.config.schema import ConfigField
+from memoryport.errors import (
+    ConfigError,
+    MemoryportError,
+    ToolArgumentError,
+    tool_error,
+    tool_error_json,
+)
+from memoryport.provider import MemoryProvider
+from memoryport.providers.holographic.extract import facts_in_messages, facts_in_text
+from memoryport.providers.holographic.recall import HEADER, fact_line, fit
+from memoryport.providers.holographic.settings import CONFIG_SCHEMA, Settings
+from memoryport.providers.holographic.tool import (
+    FACT_FEEDBACK_SCHEMA,
+    FACT_STORE_SCHEMA,
+    ToolCall,
+    run_tool,
+)
+from memoryport.storage.facts.records import FactInput, Provenance
+from memoryport.storage.facts.store import FactStore
+from memoryport.types import Message, SessionContext, ToolSchema
+
+__all__ = ["DB_NAME", "HolographicProvider"]
+
+DB_NAME = "holographic.db"
+"""The provider's database file under the home."""
+
+log = logging.getLogger("memoryport.providers.holographic")
+
+
+class HolographicProvider(MemoryProvider):
+    """Durable facts with an entity index, trust and contradiction handling (opt-in:
+    ``memory.provider: holographic``)."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.store: FactStore | None = None
+        self.home: Path | None = None
+        self._context = SessionContext()
+        self._warm: dict[str, tuple[str, int, str]] = {}
+        self._writes = 0
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def name(self) -> str:
+        """Always ``"holographic"``."""
+        return "holographic"
+
+    def is_available(self) -> bool:
+        """True: SQLite only, nothing to install or configure."""
+        return True
+
+    def get_config_schema(self) -> list[ConfigField]:
+        """The settings (mode, recall budget, extraction, trust)."""
+        return [f.copy() for f in CONFIG_SCHEMA]
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        """Open the store under ``home`` for the session's user; read the settings from
+        ``config.yaml`` (``ConfigError`` for invalid ones drops the provider)."""
+        context = SessionContext.from_kwargs(session_id, **kwargs)
+        if context.home is None:
+            raise ConfigError("holographic needs the home directory (initialize's home kwarg)")
+        section = load_config(context.home).provider_section(self.name)
+        self.settings = Settings.from_section(section)
+        self.shutdown()
+        self.home = context.home
+        self._context = context
+        self.store = FactStore(
+            context.home / DB_NAME, user_id=context.user_id or None,
+            default_trust=self.settings.default_trust, min_trust=self.settings.min_trust,
+        )
+
+    def get_tool_schemas(self) -> list[ToolSchema]:
+        """``fact_store`` and ``fact_feedback`` (none in ``context`` mode)."""
+        return [FACT_STORE_SCHEMA, FACT_FEEDBACK_SCHEMA] if self.settings.tools else []
+
+    def system_prompt_block(self) -> str:
+        """One line saying the fact memory is active and how many facts it holds."""
+        store = self.store
+        if store is None:
+            return ""
+        try:
+            count = store.count()
+        except MemoryportError:
+            return ""
+        tools = " Use fact_store to add or look up durable facts." if self.settings.tools else ""
+        return f"# Fact memory\nActive: {count} facts stored.{tools}"
+
+    # ------------------------------------------------------------------ tools
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        """Run ``fact_store`` / ``fact_feedback``; failures in the one tool-error shape."""
+        if tool_name not in ("fact_store", "fact_feedback") or not self.settings.tools:
+            return tool_error_json(f"holographic has no tool {tool_name!r}", "ToolNotFound")
+        store = self.store
+        if store is None:
+            return tool_error_json("the fact store is not open (the provider was not"
+                                   " initialized or was shut down)", "ToolUnavailable")
+        session = str(kwargs.get("session_id") or self._context.session_id)
+        provenance = Provenance(session, str(kwargs.get("tool_call_id") or ""), "tool", "model")
+        try:
+            if not isinstance(args, dict):
+                raise ToolArgumentError("arguments must be a JSON object")
+            result = run_tool(tool_name, ToolCall(store, args, provenance, self.home))
+            if tool_name == "fact_store" and args.get("action") in ("add", "update", "remove"):
+                self._bump()
+        except MemoryportError as exc:
+            result = exc.to_dict()
+        except Exception as exc:  # the tool edge: a provider bug must not crash the turn
+            log.exception("%s failed", tool_name)
+            result = tool_error(f"{tool_name} failed: {exc}", type(exc).__name__)
+        return json.dumps(result, ensure_ascii=False, default=str)
+
+    # ------------------------------------------------------------------ recall
+    def _generation(self) -> int:
+        with self._lock:
+            return self._writes
+
+    def _bump(self) -> None:
+        with self._lock:
+            self._writes += 1
+
+    def _recall(self, store: FactStore, query: str) -> str:
+        limit = self.settings.recall_facts
+        facts = store.search(query, limit=limit) if limit else []
+        if facts:
+            store.mark_retrieved([f.id for f in facts])
+        return fit(HEADER, [fact_line(f) for f in facts], self.settings.recall_chars)
+
+    def prefetch(self, query: str, *, session_id: str = "") -> str:
+        """The facts most relevant to ``query`` within the budget ("" in ``tools`` mode)."""
+        store = self.store
+        if store is None or not self.settings.inject or not query.strip():
+            return ""
+        key = session_id or self._context.session_id
+        with self._lock:
+            warm = self._warm.pop(key, None)
+        if warm and warm[0] == query and warm[1] == self._generation():
+            return warm[2]
+        try:
+            return self._recall(store, query)
+        except MemoryportError:
+            log.warning("holographic recall failed", exc_info=True)
+            return ""
+
+    def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
+        """Compute the recall for ``query`` ahead and keep it for this session."""
+        store = self.store
+        if store is None or not self.settings.inject or not query.strip():
+            return
+        key = session_id or self._context.session_id
+        generation = self._generation()
+        try:
+            text = self._recall(store, query)
+        except MemoryportError:
+            return
+        with self._lock:
+            self._warm[key] = (query, generation, text)
+
+    def on_session_switch(self, new_session_id: str, **kwargs: Any) -> None:
+        """Drop every warmed recall; follow the new session id."""
+        with self._lock:
+            self._warm.clear()
+        self._context = self._context.switched(new_session_id,
+                                               str(kwargs.get("parent_session_id") or ""))
+
+    # ------------------------------------------------------------------ writes
+    def _writable(self) -> FactStore | None:
+        if self._context.agent_context not in ("primary", ""):
+            return None
+        return self.store
+
+    def _store_all(self, store: FactStore, items: list[FactInput]) -> int:
+        added = 0
+        for item in items:
+            try:
+                added += store.add(item).status == "added"
+            except MemoryportError:
+                log.warning("holographic could not store a fact", exc_info=True)
+        if added:
+            self._bump()
+        return added
+
+    def sync_turn(
+        self, user_content: str, assistant_content: str, *, session_id: str = "",
+        **kwargs: Any,
+    ) -> None:
+        """Store the facts the user states in this turn. Keywords for imported
+        conversations: ``timestamp`` (epoch seconds of the turn), ``speaker`` (who "I"
+        is; default ``user``) and ``source_id`` (the message id)."""
+        store = self._writable()
+        if store is None or not self.settings.auto_extract:
+            return
+        stamp = kwargs.get("timestamp")
+        timestamp = float(stamp) if isinstance(stamp, int | float) else time.time()
+        provenance = Provenance(session_id or self._context.session_id,
+                                str(kwargs.get("source_id") or ""), "turn", "extractor")
+        items = facts_in_text(user_content or "", speaker=str(kwargs.get("speaker") or "user"),
+                              provenance=provenance, timestamp=timestamp, home=self.home)
+        self._store_all(store, items)
+
+    def _extract(self, messages: list[Message], source_kind: str) -> None:
+        store = self._writable()
+        if store is None or not self.settings.auto_extract or not isinstance(messages, list):
+            return
+        items = facts_in_messages(messages, session_id=self._context.session_id,
+                                  source_kind=source_kind, home=self.home)
+        self._store_all(store, items)
+
+    def on_pre_compress(self, messages: list[Message]) -> str:
+        """Keep the facts stated in the messages being compressed away."""
+        self._extract(messages, "pre_compress")
+        return ""
+
+    def on_session_end(self, messages: list[Message]) -> None:
+        """Keep the facts stated in the ended session."""
+        self._extract(messages, "session_end")
+
+    def on_memory_write(
+        self, action: str, target: str, content: str, metadata: dict[str, Any] | None = None
+    ) -> None:
+        """Mirror a curated write: add adds, replace updates (or adds when the old entry is
+        not here), remove retires the matching fact."""
+        store = self._writable()
+        if store is None:
+            return
+        meta = metadata or {}
+        provenance = Provenance(str(meta.get("session_id") or self._context.session_id),
+                                str(meta.get("tool_call_id") or ""), "curated_mirror",
+                                str(meta.get("source") or "memory_tool"))
+        category = "user_pref" if target == "user" else "general"
+        try:
+            self._mirror(store, action, category, content, meta, provenance)
+        except MemoryportError:
+            log.warning("holographic could not mirror a memory %s", action, exc_info=True)
+        self._bump()
+
+    def _mirror(self, store: FactStore, action: str, category: str, content: str,
+                meta: dict[str, Any], provenance: Provenance) -> None:
+        old_text = str(meta.get("previous") or meta.get("removed") or meta.get("old_text") or "")
+        old = store.find_live(old_text) if old_text and action in ("replace", "remove") else None
+        if action == "remove":
+            if old is not None:
+                store.remove(old.id, provenance=provenance)
+        elif action == "replace" and old is not None and content.strip():
+            store.update(old.id, content=content, provenance=provenance)
+        elif action in ("add", "replace") and content.strip():
+            store.add(FactInput(content, category, "", None, None, provenance))
+
+    def shutdown(self) -> None:
+        """Close the store (idempotent)."""
+        store, self.store = self.store, None
+        with self._lock:
+            self._warm.clear()
+        if store is not None:
+            store.close()

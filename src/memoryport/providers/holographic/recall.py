@@ -1,0 +1,50 @@
+"""The recall text ``prefetch`` returns: compact lines, each with its date and source,
+cut to the character budget (whole lines only; the best first)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from memoryport.storage.facts.records import Fact
+
+__all__ = ["HEADER", "fact_line", "fit", "when"]
+
+HEADER = "Remembered facts (date; source):"
+"""The first line of the fact block."""
+
+_MAX_LINE = 320
+
+
+def when(epoch: float | None) -> str:
+    """``YYYY-MM-DD`` (UTC) of an epoch time, ``?`` when unknown."""
+    if epoch is None:
+        return "?"
+    return time.strftime("%Y-%m-%d", time.gmtime(epoch))
+
+
+def fact_line(fact: Fact) -> str:
+    """``- <speaker: >content (date; fact #id, source session)``."""
+    text = " ".join(fact.content.split())
+    if fact.speaker and fact.speaker != "user" and not text.startswith(fact.speaker):
+        text = f"{fact.speaker}: {text}"
+    source = fact.source_kind or "fact"
+    if fact.session_id:
+        source += f" {fact.session_id[:24]}"
+    line = f"- {text} ({when(fact.valid_from or fact.recorded_at)}; fact #{fact.id}, {source})"
+    if len(line) > _MAX_LINE:
+        line = line[: _MAX_LINE - 1] + "…"
+    return line
+
+
+def fit(header: str, lines: Sequence[str], budget: int) -> str:
+    """``header`` and as many whole ``lines`` as fit in ``budget`` characters ("" when
+    none fits)."""
+    out: list[str] = []
+    used = len(header) + 1
+    for line in lines:
+        if used + len(line) + 1 > budget:
+            continue
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join([header, *out]) if out else ""

@@ -1,0 +1,80 @@
+"""The labelled contradiction set: (older fact, newer fact, label).
+
+Labels: ``C`` the newer contradicts the older (it should retire it), ``P`` compatible
+(same subject, both can be true), ``U`` unrelated. Several phrasings per relation;
+written before the rule was tuned, kept as written (the misses are reported).
+"""
+
+from __future__ import annotations
+
+PAIRS: list[tuple[str, str, str]] = [
+    # --- contradicting: single-valued relations with a new value
+    ("Alice prefers vim as her editor", "Alice prefers emacs as her editor", "C"),
+    ("Alice prefers vim", "Alice now prefers emacs", "C"),
+    ("I prefer tea", "Actually, I prefer coffee these days", "C"),
+    ("Alice's preferred editor is vim", "Alice prefers emacs as her editor", "C"),
+    ("I live in Paris", "I moved to Berlin last year", "C"),
+    ("Bob lives in London", "Bob lives in Manchester now", "C"),
+    ("Carol is based in Tokyo", "Carol relocated to Osaka", "C"),
+    ("I live in Lisbon", "I now live in Porto", "C"),
+    ("Dave works at Google", "Dave works for Microsoft", "C"),
+    ("I work at Acme Corp", "I am employed by Globex", "C"),
+    ("Erin works at the hospital", "Erin works at a bakery now", "C"),
+    ("My name is Sam", "Call me Samuel", "C"),
+    ("My name is Jordan", "My name is Taylor.", "C"),
+    ("My favorite color is blue", "My favourite colour is green", "C"),
+    ("Alice's favorite food is sushi", "Alice's favorite food is pizza", "C"),
+    ("My favorite band is Queen", "My favorite band is Radiohead", "C"),
+    ("I am 34 years old", "I'm 35", "C"),
+    ("Frank is married to Grace", "Frank is married to Helen", "C"),
+    ("My birthday is May 3", "My birthday is on June 9", "C"),
+    ("My email is sam@example.com", "My email is sam@work.example", "C"),
+    ("The project uses Postgres as its database", "We decided to use SQLite for our database",
+     "C"),
+    ("Alice uses vim as her editor", "Alice uses VS Code as her editor", "C"),
+    # --- contradicting: opposite polarity on the same value
+    ("I like coffee", "I don't like coffee", "C"),
+    ("Bob loves jazz", "Bob hates jazz", "C"),
+    ("I am vegetarian", "I'm not vegetarian", "C"),
+    ("Alice lives in Paris", "Alice no longer lives in Paris", "C"),
+    ("I enjoy running", "I do not enjoy running anymore", "C"),
+    ("Carol likes spicy food", "Carol dislikes spicy food", "C"),
+    ("Dave works at Google", "Dave no longer works at Google", "C"),
+    ("I don't like olives", "I love olives now", "C"),
+    # --- compatible: same subject, both true
+    ("I like coffee", "I like tea", "P"),
+    ("Bob loves jazz", "Bob loves hiking", "P"),
+    ("Alice uses vim", "Alice uses git", "P"),
+    ("I live in Paris", "I live in Paris, France", "P"),
+    ("I live in Paris", "I like Paris", "P"),
+    ("Dave works at Google", "Dave likes Google", "P"),
+    ("I am a nurse", "I am a mother", "P"),
+    ("Alice has a dog", "Alice has a cat", "P"),
+    ("My favorite color is blue", "My favorite food is pasta", "P"),
+    ("I prefer tea", "I like coffee", "P"),
+    ("Erin is vegetarian", "Erin likes cooking", "P"),
+    ("I work at Acme Corp", "I work at Acme Corp in the sales team", "P"),
+    ("Frank is married to Grace", "Frank likes Grace's cooking", "P"),
+    ("Alice prefers vim as her editor", "Alice prefers tea as her drink", "P"),
+    ("My name is Sam", "My name is Sam Smith", "P"),
+    ("I don't like olives", "I don't like anchovies", "P"),
+    ("Bob lives in London", "Bob works in London", "P"),
+    ("I am 34 years old", "I am a teacher", "P"),
+    ("Carol enjoys painting", "Carol enjoys painting landscapes", "P"),
+    ("The project uses Postgres as its database", "The project uses Redis as its cache", "P"),
+    # --- unrelated: other subjects or topics
+    ("Alice prefers vim", "Bob prefers emacs", "U"),
+    ("I live in Paris", "Alice lives in Berlin", "U"),
+    ("Dave works at Google", "Erin works at Microsoft", "U"),
+    ("My favorite color is blue", "Alice's favorite color is red", "U"),
+    ("I like coffee", "Bob doesn't like coffee", "U"),
+    ("Frank is married to Grace", "Helen is married to Ian", "U"),
+    ("Alice has a dog", "The meeting is on Friday", "U"),
+    ("I am vegetarian", "Bob is not vegetarian", "U"),
+    ("Carol is based in Tokyo", "The project uses Postgres", "U"),
+    ("My name is Sam", "Alice's name is Alicia", "U"),
+    ("Bob loves jazz", "Alice hates jazz", "U"),
+    ("The deadline is next Monday", "I live in Lisbon", "U"),
+    ("I am 34 years old", "Bob is 35", "U"),
+    ("Alice uses vim as her editor", "Bob uses emacs as his editor", "U"),
+]
