@@ -58,10 +58,7 @@ def _script(conn: sqlite3.Connection, script: str) -> None:
         conn.execute(buffer)
 
 
-@_migration
-def m001_facts(conn: sqlite3.Connection) -> None:
-    """Facts, entities, the FTS index and revisions."""
-    _script(conn, """
+_M001 = """
     CREATE TABLE facts (
         id INTEGER PRIMARY KEY,
         user_id TEXT NOT NULL DEFAULT '',
@@ -141,7 +138,13 @@ def m001_facts(conn: sqlite3.Connection) -> None:
     );
     CREATE INDEX fact_revisions_fact ON fact_revisions(fact_id, id);
     CREATE INDEX fact_revisions_user ON fact_revisions(user_id, at);
-    """)
+"""
+
+
+@_migration
+def m001_facts(conn: sqlite3.Connection) -> None:
+    """Facts, entities, the FTS index and revisions."""
+    _script(conn, _M001)
 
 
 class _Ledger:

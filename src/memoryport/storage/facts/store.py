@@ -120,6 +120,7 @@ class FactStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute("PRAGMA secure_delete=ON")
             migrations.migrate(self._conn)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the fact store {self.path}: {exc}") from exc
@@ -292,17 +293,25 @@ class FactStore:
         }
 
     def forget(self, fact_id: int, *, actor: str = "user") -> bool:
-        """Delete a fact (live or retired), its entity links and its history's content;
-        a ``forget`` revision without content records that it happened."""
+        """Delete a fact (live or retired), its entity links, the entities no other fact
+        names and its history's content (freed pages are zeroed: ``secure_delete``); a
+        ``forget`` revision without content records that it happened."""
         with self._transaction() as conn:
             if write.load_fact(conn, self.user_id, fact_id) is None:
                 return False
+            linked = [r[0] for r in conn.execute(
+                "SELECT entity_id FROM fact_entities WHERE fact_id = ?", (fact_id,))]
             conn.execute("UPDATE facts SET superseded_by = NULL WHERE superseded_by = ?"
                          " AND user_id = ?", (fact_id, self.user_id))
             conn.execute("DELETE FROM facts WHERE id = ? AND user_id = ?",
                          (fact_id, self.user_id))
             conn.execute("DELETE FROM fact_revisions WHERE fact_id = ? AND user_id = ?",
                          (fact_id, self.user_id))
+            conn.executemany(
+                "DELETE FROM entities WHERE id = ? AND NOT EXISTS"
+                " (SELECT 1 FROM fact_entities WHERE entity_id = ?)",
+                [(e, e) for e in linked],
+            )
             write.revision(conn, fact_id, self.user_id, "forget", actor=actor)
         return True
 
