@@ -30,7 +30,7 @@ from memoryport.errors import (
 )
 from memoryport.provider import MemoryProvider
 from memoryport.providers.holographic.extract import facts_in_messages, facts_in_text
-from memoryport.providers.holographic.recall import HEADER, fact_line, fit
+from memoryport.providers.holographic.recall import render
 from memoryport.providers.holographic.settings import CONFIG_SCHEMA, Settings
 from memoryport.providers.holographic.tool import (
     FACT_FEEDBACK_SCHEMA,
@@ -38,8 +38,10 @@ from memoryport.providers.holographic.tool import (
     ToolCall,
     run_tool,
 )
-from memoryport.storage.facts.records import FactInput, Provenance
+from memoryport.storage.facts.records import Fact, FactInput, Provenance
 from memoryport.storage.facts.store import FactStore
+from memoryport.storage.facts.text import tokens
+from memoryport.storage.turns import TurnHit, TurnIndex, TurnInput
 from memoryport.types import Message, SessionContext, ToolSchema
 
 __all__ = ["DB_NAME", "HolographicProvider"]
@@ -57,6 +59,7 @@ class HolographicProvider(MemoryProvider):
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self.store: FactStore | None = None
+        self.turns: TurnIndex | None = None
         self.home: Path | None = None
         self._context = SessionContext()
         self._warm: dict[str, tuple[str, int, str]] = {}
@@ -92,6 +95,7 @@ class HolographicProvider(MemoryProvider):
             context.home / DB_NAME, user_id=context.user_id or None,
             default_trust=self.settings.default_trust, min_trust=self.settings.min_trust,
         )
+        self.turns = TurnIndex(context.home / DB_NAME)
 
     def get_tool_schemas(self) -> list[ToolSchema]:
         """``fact_store`` and ``fact_feedback`` (none in ``context`` mode)."""
@@ -142,15 +146,30 @@ class HolographicProvider(MemoryProvider):
         with self._lock:
             self._writes += 1
 
+    def recall_items(self, query: str) -> tuple[list[Fact], list[TurnHit]]:
+        """The facts and past turns recalled for ``query``, best first (what ``prefetch``
+        renders; the benchmark scores turns by their ``source_id``)."""
+        store, turns = self.store, self.turns
+        if store is None or not query.strip():
+            return [], []
+        n_facts, n_turns = self.settings.recall_facts, self.settings.recall_turns
+        facts = store.search(query, limit=n_facts) if n_facts else []
+        hits: list[TurnHit] = []
+        if turns is not None and n_turns:
+            hits = turns.search(query, limit=n_turns, user_id=self._context.user_id or None)
+        return facts, hits
+
     def _recall(self, store: FactStore, query: str) -> str:
-        limit = self.settings.recall_facts
-        facts = store.search(query, limit=limit) if limit else []
+        facts, hits = self.recall_items(query)
+        wanted = set(tokens(query))
+        hits = [h for h in hits if wanted & set(tokens(h.text))]
         if facts:
             store.mark_retrieved([f.id for f in facts])
-        return fit(HEADER, [fact_line(f) for f in facts], self.settings.recall_chars)
+        return render(facts, hits, self.settings.recall_chars)
 
     def prefetch(self, query: str, *, session_id: str = "") -> str:
-        """The facts most relevant to ``query`` within the budget ("" in ``tools`` mode)."""
+        """The facts most relevant to ``query``, then the past turns that share a word
+        with it, within the budget ("" in ``tools`` mode)."""
         store = self.store
         if store is None or not self.settings.inject or not query.strip():
             return ""
@@ -161,7 +180,7 @@ class HolographicProvider(MemoryProvider):
             return warm[2]
         try:
             return self._recall(store, query)
-        except MemoryportError:
+        except (MemoryportError, ValueError):
             log.warning("holographic recall failed", exc_info=True)
             return ""
 
@@ -174,7 +193,7 @@ class HolographicProvider(MemoryProvider):
         generation = self._generation()
         try:
             text = self._recall(store, query)
-        except MemoryportError:
+        except (MemoryportError, ValueError):
             return
         with self._lock:
             self._warm[key] = (query, generation, text)
@@ -207,19 +226,42 @@ class HolographicProvider(MemoryProvider):
         self, user_content: str, assistant_content: str, *, session_id: str = "",
         **kwargs: Any,
     ) -> None:
-        """Store the facts the user states in this turn. Keywords for imported
-        conversations: ``timestamp`` (epoch seconds of the turn), ``speaker`` (who "I"
-        is; default ``user``) and ``source_id`` (the message id)."""
+        """Store the turn (both sides, in the turn index) and the facts the user states
+        in it. Keywords for imported conversations: ``timestamp`` (epoch seconds of the
+        turn), ``speaker`` (who "I" is; default ``user``), ``assistant_speaker``
+        (default ``assistant``) and ``source_id`` (the message id)."""
         store = self._writable()
-        if store is None or not self.settings.auto_extract:
+        if store is None:
             return
         stamp = kwargs.get("timestamp")
         timestamp = float(stamp) if isinstance(stamp, int | float) else time.time()
-        provenance = Provenance(session_id or self._context.session_id,
-                                str(kwargs.get("source_id") or ""), "turn", "extractor")
-        items = facts_in_text(user_content or "", speaker=str(kwargs.get("speaker") or "user"),
-                              provenance=provenance, timestamp=timestamp, home=self.home)
+        session = session_id or self._context.session_id or "default"
+        source_id = str(kwargs.get("source_id") or "")
+        speaker = str(kwargs.get("speaker") or "user")
+        self._store_turns(session, speaker, str(kwargs.get("assistant_speaker") or "assistant"),
+                          user_content, assistant_content, timestamp, source_id)
+        if not self.settings.auto_extract:
+            return
+        provenance = Provenance(session, source_id, "turn", "extractor")
+        items = facts_in_text(user_content or "", speaker=speaker, provenance=provenance,
+                              timestamp=timestamp, home=self.home)
         self._store_all(store, items)
+
+    def _store_turns(self, session: str, speaker: str, assistant: str, user_text: str,
+                     reply: str, timestamp: float, source_id: str) -> None:
+        turns = self.turns
+        if turns is None:
+            return
+        user_id = self._context.user_id or None
+        rows = [TurnInput(session, speaker, text, timestamp, source_id, user_id)
+                for speaker, text in ((speaker, user_text), (assistant, reply))
+                if isinstance(text, str) and text.strip()]
+        try:
+            if rows:
+                turns.add_turns(rows)
+                self._bump()
+        except (MemoryportError, ValueError):
+            log.warning("holographic could not store a turn", exc_info=True)
 
     def _extract(self, messages: list[Message], source_kind: str) -> None:
         store = self._writable()
@@ -272,7 +314,10 @@ class HolographicProvider(MemoryProvider):
     def shutdown(self) -> None:
         """Close the store (idempotent)."""
         store, self.store = self.store, None
+        turns, self.turns = self.turns, None
         with self._lock:
             self._warm.clear()
         if store is not None:
             store.close()
+        if turns is not None:
+            turns.close()

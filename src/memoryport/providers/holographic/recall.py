@@ -7,11 +7,15 @@ import time
 from collections.abc import Sequence
 
 from memoryport.storage.facts.records import Fact
+from memoryport.storage.turns import TurnHit
 
-__all__ = ["HEADER", "fact_line", "fit", "when"]
+__all__ = ["HEADER", "TURNS_HEADER", "fact_line", "fit", "render", "turn_line", "when"]
 
 HEADER = "Remembered facts (date; source):"
 """The first line of the fact block."""
+
+TURNS_HEADER = "Earlier turns (date; speaker; session):"
+"""The first line of the turn block."""
 
 _MAX_LINE = 320
 
@@ -48,3 +52,20 @@ def fit(header: str, lines: Sequence[str], budget: int) -> str:
         out.append(line)
         used += len(line) + 1
     return "\n".join([header, *out]) if out else ""
+
+
+def turn_line(hit: TurnHit) -> str:
+    """``- [date] speaker: text (session)``, the text cut to one compact line."""
+    text = " ".join(hit.text.split())
+    line = f"- [{when(hit.timestamp)}] {hit.speaker}: {text} (session {hit.session_id[:24]})"
+    if len(line) > _MAX_LINE:
+        line = line[: _MAX_LINE - 1] + "…"
+    return line
+
+
+def render(facts: Sequence[Fact], turns: Sequence[TurnHit], budget: int) -> str:
+    """The fact block, then the turn block in what is left of ``budget``."""
+    first = fit(HEADER, [fact_line(f) for f in facts], budget)
+    left = budget - len(first) - (1 if first else 0)
+    second = fit(TURNS_HEADER, [turn_line(t) for t in turns], left)
+    return "\n".join(part for part in (first, second) if part)

@@ -22,6 +22,8 @@ CONFIG_SCHEMA: list[ConfigField] = [
      " turn.", "type": "integer", "default": 1200, "minimum": 100, "maximum": 20000},
     {"key": "recall_facts", "description": "Most facts recalled per turn.", "type": "integer",
      "default": 6, "minimum": 0, "maximum": 50},
+    {"key": "recall_turns", "description": "Most past turns recalled per turn.",
+     "type": "integer", "default": 6, "minimum": 0, "maximum": 50},
     {"key": "auto_extract", "description": "Extract durable facts from turns, compression"
      " and session end.", "type": "boolean", "default": True},
     {"key": "default_trust", "description": "Trust of a new fact (0-1).", "type": "number",
@@ -39,6 +41,7 @@ class Settings:
     mode: str = "hybrid"
     recall_chars: int = 1200
     recall_facts: int = 6
+    recall_turns: int = 6
     auto_extract: bool = True
     default_trust: float = 0.5
     min_trust: float = 0.3
