@@ -10,7 +10,8 @@ Design for large stores (1M+ messages):
   older sessions sort where they belong: a query with few matches sorts them all by
   timestamp; a common word walks the ``messages_time`` index in chunks and keeps the rows
   the FTS index matches, so it never sorts millions of rows.
-* Snippets are computed only for the final page.
+* Snippets are computed only for the final page, in one ``rowid BETWEEN`` scan when the
+  ranking pass showed few matches between its rows (a phrase's scattered top 20).
 * Short CJK terms (which the trigram index cannot match) use a newest-first LIKE scan
   that stops at the page size.
 """
