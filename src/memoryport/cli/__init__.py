@@ -75,6 +75,7 @@ _COMMANDS = (
     ("memoryport.cli.memory", "memory_group"),
     ("memoryport.cli.chat", "chat_command"),
     ("memoryport.cli.sessions", "sessions_group"),
+    ("memoryport.cli.facts", "facts_group"),
 )
 
 
