@@ -5,6 +5,14 @@ name, keyed by dia_id); every QA item queries with its question; ranked dia_ids 
 against the evidence: recall@1/5/10, MRR, nDCG@10, and latency p50/p95, per category.
 
     python benchmarks/locomo_retrieval.py --backend sessions [--data PATH] [--json OUT]
+    python benchmarks/locomo_retrieval.py --backend holographic [--folds] [--scale 100000]
+
+``--backend holographic`` ingests every turn through the holographic provider's public
+path (``sync_turn`` with the session date, speaker and dia_id) and ranks with the turn
+index the provider's recall uses; the sessions backend runs beside it in the same run.
+``--folds`` fits the turn-index weights on conversations 0-3 and scores 4-6, and the
+reverse (the two-fold protocol; category 5 is never used for fitting). ``--scale N``
+measures ingest rate, query p95 and bytes per turn at N stored turns.
 
 The data file defaults to ``../shared/data/locomo-dev.json`` next to the repository
 (resolved from this file, so any working directory works), or ``$MEMORYPORT_LOCOMO_DATA``.
@@ -28,6 +36,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _locomo_holo as _holo  # noqa: E402  (beside this file)
 
 
 def default_data() -> Path:
@@ -98,6 +108,7 @@ def _turn_text(turn: dict[str, Any]) -> str:
 
 CAPTIONS = False
 BACKENDS: dict[str, Callable[[], RetrievalIndex]] = {"sessions": SessionsIndex}
+BACKENDS["holographic"] = _holo.HolographicIndex
 
 
 def _session_time(raw: str) -> float:
@@ -146,20 +157,28 @@ def _aggregate(rows: list[tuple[dict[str, float], float]]) -> dict[str, Any]:
     return out
 
 
+def sessions_of(conv: dict[str, Any]) -> list[tuple[float, list[dict[str, Any]]]]:
+    """A conversation's sessions in order: (session date, turns)."""
+    c = conv["conversation"]
+    numbers = sorted(
+        int(k.split("_")[1])
+        for k in c
+        if k.startswith("session_") and k.split("_")[1].isdigit() and isinstance(c[k], list)
+    )
+    return [
+        (_session_time(c.get(f"session_{n}_date_time", "")), c[f"session_{n}"]) for n in numbers
+    ]
+
+
 def run(backend: str, data_path: Path) -> dict[str, Any]:
     """Run the protocol; return the JSON report."""
     data = json.loads(data_path.read_text())
     per_cat: dict[int, list[tuple[dict[str, float], float]]] = {}
+    ingest: list[float] = []
     for conv in data:
         index = BACKENDS[backend]()
-        c = conv["conversation"]
-        numbers = sorted(
-            int(k.split("_")[1])
-            for k in c
-            if k.startswith("session_") and k.split("_")[1].isdigit() and isinstance(c[k], list)
-        )
-        for n in numbers:
-            index.add_session(_session_time(c.get(f"session_{n}_date_time", "")), c[f"session_{n}"])
+        for started_at, turns in sessions_of(conv):
+            index.add_session(started_at, turns)
         for item in conv["qa"]:
             gold = _evidence(item)
             if not gold:
@@ -168,8 +187,11 @@ def run(backend: str, data_path: Path) -> dict[str, Any]:
             ranked = index.search(str(item["question"]), 10)
             latency = (time.perf_counter() - start) * 1000
             per_cat.setdefault(int(item["category"]), []).append((_scores(ranked, gold), latency))
+        ingest.extend(getattr(index, "ingest_ms", []))
         index.close()
     report: dict[str, Any] = {"backend": backend, "data": str(data_path)}
+    if ingest:
+        report["ingest_ms_per_turn"] = _holo.percentiles(ingest)
     report["cat1-4"] = _aggregate([r for c in (1, 2, 3, 4) for r in per_cat.get(c, [])])
     report["all"] = _aggregate([r for rows in per_cat.values() for r in rows])
     for cat in sorted(per_cat):
@@ -200,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="sessions")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
+    parser.add_argument("--folds", action="store_true", help="two-fold weight fit (holographic)")
+    parser.add_argument("--scale", type=int, default=0, help="also measure at N stored turns")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.error(
@@ -209,6 +233,17 @@ def main(argv: list[str] | None = None) -> int:
         )
     report = run(args.backend, args.data)
     _print(report)
+    if "ingest_ms_per_turn" in report:
+        print(f"ingest ms per turn: {report['ingest_ms_per_turn']}")
+    if args.backend != "sessions":
+        report["sessions"] = run("sessions", args.data)
+        _print(report["sessions"])
+    if args.folds:
+        report["folds"] = _holo.folds(json.loads(args.data.read_text()), sessions_of, _evidence)
+        _holo.print_folds(report["folds"])
+    if args.scale:
+        report["scale"] = _holo.scale(json.loads(args.data.read_text()), sessions_of, args.scale)
+        print("scale:", json.dumps(report["scale"]))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2))

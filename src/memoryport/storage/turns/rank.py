@@ -14,8 +14,9 @@ the query (so each lies in 0..1), multiplied by its weight and summed:
   ``when``: 1 when the query asks "when/how long" and the turn mentions a time — both
   from :mod:`memoryport.storage.sessions.temporal`, shared with the session store.
 
-The default weights were chosen on one half of the LoCoMo dev file and checked on the
-other (``benchmarks/locomo_retrieval.py --backend holographic``; docs/holographic.md).
+The default weights are the midpoint of the weights fitted on each half of the LoCoMo dev
+file (conversations 0-3 and 4-6; each fit scored on the other half:
+``benchmarks/locomo_retrieval.py --backend holographic --folds``; docs/holographic.md).
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ class Weights:
     """The weight of each signal in a turn's score (see the module docstring)."""
 
     main: float = 1.0
-    prev: float = 0.5
-    next: float = 0.3
+    prev: float = 0.75
+    next: float = 0.4
     session: float = 0.5
-    speaker: float = 0.5
-    window: float = 1.0
-    when: float = 0.3
+    speaker: float = 0.75
+    window: float = 1.5
+    when: float = 0.5
 
     def __post_init__(self) -> None:
         for f in fields(self):
