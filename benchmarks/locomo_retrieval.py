@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -174,8 +175,9 @@ def run(backend: str, data_path: Path) -> dict[str, Any]:
     """Run the protocol; return the JSON report."""
     data = json.loads(data_path.read_text())
     per_cat: dict[int, list[tuple[dict[str, float], float]]] = {}
+    slices: dict[str, list[tuple[dict[str, float], float]]] = {}
     ingest: list[float] = []
-    for conv in data:
+    for number, conv in enumerate(data):
         index = BACKENDS[backend]()
         for started_at, turns in sessions_of(conv):
             index.add_session(started_at, turns)
@@ -186,7 +188,9 @@ def run(backend: str, data_path: Path) -> dict[str, Any]:
             start = time.perf_counter()
             ranked = index.search(str(item["question"]), 10)
             latency = (time.perf_counter() - start) * 1000
-            per_cat.setdefault(int(item["category"]), []).append((_scores(ranked, gold), latency))
+            row = (_scores(ranked, gold), latency)
+            per_cat.setdefault(int(item["category"]), []).append(row)
+            _slice(slices, number, int(item["category"]), str(item["question"]), row)
         ingest.extend(getattr(index, "ingest_ms", []))
         index.close()
     report: dict[str, Any] = {"backend": backend, "data": str(data_path)}
@@ -196,13 +200,36 @@ def run(backend: str, data_path: Path) -> dict[str, Any]:
     report["all"] = _aggregate([r for rows in per_cat.values() for r in rows])
     for cat in sorted(per_cat):
         report[f"cat{cat}"] = _aggregate(per_cat[cat])
+    for key in sorted(slices):
+        report[key] = _aggregate(slices[key])
     return report
+
+
+_NAMES_DATE = re.compile(r"\b(?:19|20)\d\d\b")
+
+
+def _slice(
+    slices: dict[str, list[tuple[dict[str, float], float]]],
+    conv: int,
+    cat: int,
+    question: str,
+    row: tuple[dict[str, float], float],
+) -> None:
+    """Breakdowns: cat 1-4 / 2 / 4 per half (conversations 0-3, 4-6) and the questions
+    that name a date (a year), whole and per half."""
+    half = "h0-3" if conv < 4 else "h4-6"
+    keys = [f"{half}:c1-4"] if cat in (1, 2, 3, 4) else []
+    keys += [f"{half}:c{cat}"] if cat in (2, 4) else []
+    if cat in (1, 2, 3, 4) and _NAMES_DATE.search(question):
+        keys += ["dated", f"{half}:dated"]
+    for key in keys:
+        slices.setdefault(key, []).append(row)
 
 
 def _print(report: dict[str, Any]) -> None:
     print(f"backend: {report['backend']}")
     print(
-        f"{'slice':8} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6} {'nDCG':>6} "
+        f"{'slice':11} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6} {'nDCG':>6} "
         f"{'p50ms':>7} {'p95ms':>7}"
     )
     for key, row in report.items():
@@ -210,7 +237,7 @@ def _print(report: dict[str, Any]) -> None:
             continue
         lat = row["latency_ms"]
         print(
-            f"{key:8} {row['n']:>5} {row['recall@1']:>6.3f} {row['recall@5']:>6.3f} "
+            f"{key:11} {row['n']:>5} {row['recall@1']:>6.3f} {row['recall@5']:>6.3f} "
             f"{row['recall@10']:>6.3f} {row['mrr']:>6.3f} {row['ndcg@10']:>6.3f} "
             f"{lat['p50']:>7.2f} {lat['p95']:>7.2f}"
         )
