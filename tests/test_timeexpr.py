@@ -1,0 +1,154 @@
+"""Relative-date resolution: a table of expressions, anchors and expected event windows."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from memoryport.storage.timeexpr import TimeExpr, has_time_words, resolve
+
+
+def at(day: str, hour: int = 14) -> float:
+    """Local epoch seconds of ``day`` (YYYY-MM-DD) at ``hour``."""
+    return datetime.strptime(day, "%Y-%m-%d").replace(hour=hour).timestamp()
+
+
+def ymd(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp).strftime("%Y-%m-%d")
+
+
+THU = "2023-11-16"  # a Thursday
+MON = "2022-04-11"  # a Monday
+SUN = "2022-09-18"  # a Sunday
+
+# text, anchor day, expected words, start, end (exclusive), precision
+TABLE = [
+    ("yesterday", THU, "yesterday", "2023-11-15", "2023-11-16", "day"),
+    ("Yesterday I took my three dogs to the beach", "2022-08-10", "Yesterday",
+     "2022-08-09", "2022-08-10", "day"),
+    ("today", THU, "today", THU, "2023-11-17", "day"),
+    ("tonight", THU, "tonight", THU, "2023-11-17", "day"),
+    ("this morning", THU, "this morning", THU, "2023-11-17", "day"),
+    ("last night", THU, "last night", "2023-11-15", THU, "day"),
+    ("tomorrow", THU, "tomorrow", "2023-11-17", "2023-11-18", "day"),
+    ("tomorrow evening", THU, "tomorrow evening", "2023-11-17", "2023-11-18", "day"),
+    ("the day before yesterday", THU, "the day before yesterday", "2023-11-14",
+     "2023-11-15", "day"),
+    ("the day after tomorrow", THU, "the day after tomorrow", "2023-11-18", "2023-11-19", "day"),
+    ("the other day", THU, "the other day", "2023-11-09", THU, "week"),
+    ("last Friday", THU, "last Friday", "2023-11-10", "2023-11-11", "day"),
+    ("last Thursday", THU, "last Thursday", "2023-11-09", "2023-11-10", "day"),
+    ("next Friday", THU, "next Friday", "2023-11-17", "2023-11-18", "day"),
+    ("this Monday", THU, "this Monday", "2023-11-13", "2023-11-14", "day"),
+    ("we met on Saturday", MON, "on Saturday", "2022-04-09", "2022-04-10", "day"),
+    ("what did we talk about last Tuesday?", THU, "last Tuesday", "2023-11-14",
+     "2023-11-15", "day"),
+    ("last week", THU, "last week", "2023-11-06", "2023-11-13", "week"),
+    ("Dyed my hair last week - come see!", "2022-04-15", "last week", "2022-04-04",
+     "2022-04-11", "week"),
+    ("next week", THU, "next week", "2023-11-20", "2023-11-27", "week"),
+    ("this week", THU, "this week", "2023-11-13", "2023-11-20", "week"),
+    ("last weekend", THU, "last weekend", "2023-11-11", "2023-11-13", "week"),
+    ("this weekend", THU, "this weekend", "2023-11-18", "2023-11-20", "week"),
+    ("over the weekend", MON, "over the weekend", "2022-04-09", "2022-04-11", "week"),
+    ("over the weekend", SUN, "over the weekend", "2022-09-17", "2022-09-19", "week"),
+    ("next month", THU, "next month", "2023-12-01", "2024-01-01", "month"),
+    ("next month", "2023-12-20", "next month", "2024-01-01", "2024-02-01", "month"),
+    ("last month", "2023-01-05", "last month", "2022-12-01", "2023-01-01", "month"),
+    ("this month", THU, "this month", "2023-11-01", "2023-12-01", "month"),
+    ("last year", THU, "last year", "2022-01-01", "2023-01-01", "year"),
+    ("next year", THU, "next year", "2024-01-01", "2025-01-01", "year"),
+    ("3 years ago", THU, "3 years ago", "2020-01-01", "2021-01-01", "year"),
+    ("two months ago", THU, "two months ago", "2023-09-01", "2023-10-01", "month"),
+    ("a week ago", THU, "a week ago", "2023-11-06", "2023-11-13", "week"),
+    ("a couple of weeks ago", THU, "a couple of weeks ago", "2023-10-30", "2023-11-06", "week"),
+    ("5 days ago", THU, "5 days ago", "2023-11-11", "2023-11-12", "day"),
+    ("in two days", THU, "in two days", "2023-11-18", "2023-11-19", "day"),
+    ("3 weeks from now", THU, "3 weeks from now", "2023-12-04", "2023-12-11", "week"),
+    ("the past 3 days", THU, "the past 3 days", "2023-11-13", "2023-11-17", "day"),
+    ("earlier this week", THU, "earlier this week", "2023-11-13", "2023-11-17", "week"),
+    ("later this month", THU, "later this month", "2023-11-17", "2023-12-01", "month"),
+    ("the week before 16 Nov 2023", "2024-01-01", "the week before 16 Nov 2023",
+     "2023-11-09", "2023-11-16", "week"),
+    ("the weekend before 16 Nov 2023", "2024-01-01", "the weekend before 16 Nov 2023",
+     "2023-11-11", "2023-11-13", "week"),
+    ("the Monday before July 24, 2023", "2024-01-01", "the Monday before July 24, 2023",
+     "2023-07-17", "2023-07-18", "day"),
+    ("the Friday after 3 March 2024", "2024-05-01", "the Friday after 3 March 2024",
+     "2024-03-08", "2024-03-09", "day"),
+    ("the day before 1 Jan 2024", "2024-05-01", "the day before 1 Jan 2024", "2023-12-31",
+     "2024-01-01", "day"),
+    ("the month after May 2023", "2024-05-01", "the month after May 2023", "2023-06-01",
+     "2023-07-01", "month"),
+    ("the week of 3 March 2024", "2024-05-01", "the week of 3 March 2024", "2024-02-26",
+     "2024-03-04", "week"),
+    ("16 Nov 2023", "2024-05-01", "16 Nov 2023", THU, "2023-11-17", "day"),
+    ("November 16th, 2023", "2024-05-01", "November 16th, 2023", THU, "2023-11-17", "day"),
+    ("on 2023-11-16", "2024-05-01", "2023-11-16", THU, "2023-11-17", "day"),
+    ("May 7", THU, "May 7", "2023-05-07", "2023-05-08", "day"),
+    ("December 24", THU, "December 24", "2022-12-24", "2022-12-25", "day"),
+    ("May 2023", "2024-05-01", "May 2023", "2023-05-01", "2023-06-01", "month"),
+    ("in May", THU, "in May", "2023-05-01", "2023-06-01", "month"),
+    ("in December", THU, "in December", "2022-12-01", "2023-01-01", "month"),
+    ("next March", THU, "next March", "2024-03-01", "2024-04-01", "month"),
+    ("last November", THU, "last November", "2022-11-01", "2022-12-01", "month"),
+    ("since March", THU, "since March", "2023-03-01", "2023-11-17", "month"),
+    ("since 2020", THU, "since 2020", "2020-01-01", "2023-11-17", "year"),
+    ("since last week", THU, "since last week", "2023-11-06", "2023-11-17", "week"),
+    ("in 2022", THU, "in 2022", "2022-01-01", "2023-01-01", "year"),
+    ("last summer", THU, "last summer", "2023-06-01", "2023-09-01", "month"),
+    ("last summer", "2023-07-10", "last summer", "2022-06-01", "2022-09-01", "month"),
+    ("next winter", THU, "next winter", "2023-12-01", "2024-03-01", "month"),
+]
+
+
+@pytest.mark.parametrize(("text", "anchor", "words", "start", "end", "precision"), TABLE)
+def test_table(text: str, anchor: str, words: str, start: str, end: str, precision: str) -> None:
+    found = resolve(text, at(anchor))
+    assert [(e.words, ymd(e.start), ymd(e.end), e.precision) for e in found] == [
+        (words, start, end, precision)
+    ]
+
+
+def test_table_is_large_enough() -> None:
+    assert len(TABLE) >= 40
+
+
+def test_words_and_span_point_into_the_text() -> None:
+    text = "So, the week before 16 Nov 2023 I moved; yesterday I unpacked."
+    found = resolve(text, at(THU))
+    assert [e.words for e in found] == ["the week before 16 Nov 2023", "yesterday"]
+    assert all(text[e.span[0] : e.span[1]] == e.words for e in found)
+    assert found[0].absolute and not found[1].absolute
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I may go to the gym",  # the verb "may" is not the month
+        "this may be hard",
+        "no time words here at all",
+        "the meeting lasted for hours",
+        "February 30, 2023",  # no such day
+        "",
+    ],
+)
+def test_no_expression(text: str) -> None:
+    assert resolve(text, at(THU)) == []
+
+
+def test_fast_precheck() -> None:
+    assert not has_time_words("plain words about dogs and beaches")
+    assert has_time_words("Yesterday was fun")
+
+
+@pytest.mark.parametrize("anchor", [float("nan"), float("inf"), 1e20])
+def test_bad_anchor_is_a_clear_error(anchor: float) -> None:
+    with pytest.raises(ValueError, match="anchor must be a finite epoch time"):
+        resolve("yesterday", anchor)
+
+
+def test_result_type() -> None:
+    (expr,) = resolve("yesterday", at(THU))
+    assert isinstance(expr, TimeExpr) and expr.end - expr.start == pytest.approx(86400, abs=3600)
