@@ -1,14 +1,20 @@
 """Time hints in search queries, used to re-rank the top BM25 candidates (no LLM).
 
-Two hints, both computed from the query text alone and shared by every backend:
+Computed from the query text and the store's latest message time, shared by every backend:
 
-* **Named dates.** "on July 24, 2023", "24 Jul 2023", "2023-07-24", "in May 2023" become
-  a time window. Conversations report events after the fact ("yesterday I went..."), so
-  the window is widened by :data:`REPORT_LAG_DAYS` after the named period (and one day
-  before). Messages whose ``timestamp`` falls inside get :data:`WINDOW_BOOST`.
+* **Named periods.** Dates and relative expressions ("on July 24, 2023", "the week before
+  16 Nov 2023", "May 2023", "last Tuesday", "in May", "since March") are resolved by
+  :mod:`memoryport.storage.timeexpr` against the store's latest message time (never the
+  wall clock). Conversations report events after the fact ("yesterday I went..."), so the
+  window on *message time* is widened by one day before and :data:`REPORT_LAG_DAYS` after
+  the period; messages inside get :data:`WINDOW_BOOST`. Messages whose own words resolved
+  (at write time) to an event window overlapping the period get :data:`EVENT_BOOST`.
 * **Temporal intent.** "When did...", "How long...", "What year..." ask for a time, so
   messages that carry a temporal expression ("last week", "yesterday", a date, a
   weekday) get :data:`INTENT_BOOST`.
+* **Only time.** A query that is nothing but a period and question filler ("what did we
+  talk about last Tuesday?") is flagged ``only_time``: ``session_search`` browses that
+  period instead of searching words.
 
 Scores are BM25 normalised to the best candidate (1.0), so the boosts are fractions of
 the top score. Only the top :data:`RERANK_DEPTH` candidates are re-ordered; a query
@@ -19,15 +25,19 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from memoryport.storage.timeexpr import resolve
+
 __all__ = [
+    "EVENT_BOOST",
     "INTENT_BOOST",
     "REPORT_LAG_DAYS",
     "RERANK_DEPTH",
     "WINDOW_BOOST",
     "TimeHint",
+    "has_temporal_expression",
     "rerank",
     "time_hint",
 ]
@@ -35,7 +45,9 @@ __all__ = [
 RERANK_DEPTH = 100
 """How many BM25 candidates a query with time hints re-ranks."""
 WINDOW_BOOST = 0.5
-"""Added to the normalised score of a message inside a named-date window."""
+"""Added to the normalised score of a message inside a named-period window."""
+EVENT_BOOST = 0.0
+"""Added for a message whose resolved event window overlaps the query's period."""
 INTENT_BOOST = 0.15
 """Added for a message with a temporal expression when the query asks "when"."""
 REPORT_LAG_DAYS = 14
@@ -63,20 +75,6 @@ _MONTHS = {
     )
     for name in names
 }
-_MONTH = r"(?P<{g}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_DAY_NUM = r"(?P<{g}>[0-3]?\d)(?:st|nd|rd|th)?"
-_YEAR = r"(?P<{g}>(?:19|20)\d\d)"
-_DATE_PATTERNS = [
-    re.compile(
-        rf"\b{_MONTH.format(g='m')}\s+{_DAY_NUM.format(g='d')},?\s+{_YEAR.format(g='y')}\b", re.I
-    ),
-    re.compile(
-        rf"\b{_DAY_NUM.format(g='d')}\s+(?:of\s+)?{_MONTH.format(g='m')},?\s+{_YEAR.format(g='y')}\b",
-        re.I,
-    ),
-    re.compile(r"\b(?P<y>(?:19|20)\d\d)-(?P<mn>[01]\d)-(?P<d>[0-3]\d)\b"),
-    re.compile(rf"\b{_MONTH.format(g='m')},?\s+(?:of\s+)?{_YEAR.format(g='y')}\b", re.I),
-]
 _INTENT = re.compile(
     r"\b(when|how long|how many (?:days|weeks|months|years)|what (?:year|month|date|day|time)"
     r"|which (?:year|month|date|day))\b",
@@ -96,55 +94,54 @@ _TEMPORAL = re.compile(
 
 @dataclass(frozen=True)
 class TimeHint:
-    """What a query says about time: boosted ``windows`` (epoch seconds) and ``intent``."""
+    """What a query says about time.
+
+    ``windows``: message-time windows (epoch seconds), each named period widened by one
+    day before and :data:`REPORT_LAG_DAYS` after; ``events``: the named periods themselves,
+    matched against the event windows resolved from stored messages; ``intent``: the
+    query asks "when"; ``only_time``: nothing but time words and question filler is left
+    once the expressions are taken out ("what did we talk about last Tuesday?").
+    """
 
     windows: tuple[tuple[float, float], ...]
     intent: bool
+    events: tuple[tuple[float, float], ...] = ()
+    only_time: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.windows) or self.intent
 
 
-def _epoch(year: int, month: int, day: int) -> float | None:
+_FILLER = re.compile(
+    r"\b(?:what|which|did|do|does|we|i|you|us|me|my|our|talk|talked|talking|chat|chatted|say"
+    r"|said|discuss|discussed|speak|spoke|about|on|in|at|the|a|an|of|during|from|back|were|was"
+    r"|is|have|has|had|tell|show|remind|conversation|conversations|session|sessions|happened"
+    r"|anything|something|stuff|things?|go|over|went|and|or|that|there|again|please|can"
+    r"|could|would)\b|[^\w\s]",
+    re.I,
+)
+
+
+def time_hint(query: str, anchor: float | None = None) -> TimeHint:
+    """Parse the time expressions and the temporal intent of ``query`` (never raises).
+
+    ``anchor`` is the store's latest message time: relative expressions ("last Tuesday",
+    "in May") resolve against it. Without one, only expressions that name their year
+    count ("the week before 16 Nov 2023", "May 2023").
+    """
     try:
-        return time.mktime((year, month, day, 0, 0, 0, 0, 0, -1))
-    except (OverflowError, ValueError):
-        return None
-
-
-def _month_end(year: int, month: int) -> float | None:
-    return _epoch(year + month // 12, month % 12 + 1, 1)
-
-
-def _window(match: re.Match[str]) -> tuple[float, float] | None:
-    groups = match.groupdict()
-    year = int(groups["y"])
-    month = int(groups["mn"]) if groups.get("mn") else _MONTHS[groups["m"].lower()]
-    if not 1 <= month <= 12:
-        return None
-    if groups.get("d"):
-        start = _epoch(year, month, int(groups["d"]))
-        end = None if start is None else start + _DAY
-    else:
-        start, end = _epoch(year, month, 1), _month_end(year, month)
-    if start is None or end is None or end <= start:
-        return None
-    return start - _DAY, end + REPORT_LAG_DAYS * _DAY
-
-
-def time_hint(query: str) -> TimeHint:
-    """Parse the named dates and the temporal intent of ``query`` (never raises)."""
-    windows: list[tuple[float, float]] = []
-    taken: list[tuple[int, int]] = []
-    for pattern in _DATE_PATTERNS:
-        for match in pattern.finditer(query):
-            if any(a < match.end() and match.start() < b for a, b in taken):
-                continue
-            window = _window(match)
-            if window is not None:
-                taken.append(match.span())
-                windows.append(window)
-    return TimeHint(tuple(windows), _INTENT.search(query) is not None)
+        found = resolve(query, time.time() if anchor is None else anchor)
+    except ValueError:
+        found = []
+    if anchor is None:
+        found = [e for e in found if e.absolute]
+    events = tuple((e.start, e.end) for e in found)
+    windows = tuple((lo - _DAY, hi + REPORT_LAG_DAYS * _DAY) for lo, hi in events)
+    rest = query
+    for e in reversed(found):
+        rest = rest[: e.span[0]] + " " + rest[e.span[1] :]
+    only_time = bool(found) and not _FILLER.sub(" ", rest).strip()
+    return TimeHint(windows, _INTENT.search(query) is not None, events, only_time)
 
 
 def has_temporal_expression(text: str) -> bool:
@@ -153,20 +150,30 @@ def has_temporal_expression(text: str) -> bool:
 
 
 def rerank(
-    candidates: Sequence[tuple[int, float, float, str]], hint: TimeHint
+    candidates: Sequence[tuple[int, float, float, str]],
+    hint: TimeHint,
+    events: Mapping[int, Sequence[tuple[float, float]]] | None = None,
 ) -> list[tuple[int, float]]:
     """Re-order ``(id, bm25, timestamp, text)`` candidates (best first) by ``hint``.
 
-    Returns ``(id, score)`` pairs, best first; ties keep the BM25 order.
+    ``events`` maps a message id to the event windows resolved from its words. Returns
+    ``(id, score)`` pairs, best first; ties keep the BM25 order.
     """
     if not candidates:
         return []
     best = max(c[1] for c in candidates) or 1.0
+    events = events or {}
     scored = []
     for position, (message_id, score, timestamp, text) in enumerate(candidates):
         value = score / best if best > 0 else 0.0
         if any(lo <= timestamp < hi for lo, hi in hint.windows):
             value += WINDOW_BOOST
+        if hint.events and any(
+            lo < e_hi and e_lo < hi
+            for e_lo, e_hi in events.get(message_id, ())
+            for lo, hi in hint.events
+        ):
+            value += EVENT_BOOST
         if hint.intent and has_temporal_expression(text):
             value += INTENT_BOOST
         scored.append((-value, position, message_id))
