@@ -40,7 +40,6 @@ from memoryport.providers.holographic.tool import (
 )
 from memoryport.storage.facts.records import Fact, FactInput, Provenance
 from memoryport.storage.facts.store import FactStore
-from memoryport.storage.facts.text import tokens
 from memoryport.storage.turns import TurnHit, TurnIndex, TurnInput
 from memoryport.types import Message, SessionContext, ToolSchema
 
@@ -147,8 +146,10 @@ class HolographicProvider(MemoryProvider):
             self._writes += 1
 
     def recall_items(self, query: str) -> tuple[list[Fact], list[TurnHit]]:
-        """The facts and past turns recalled for ``query``, best first (what ``prefetch``
-        renders; the benchmark scores turns by their ``source_id``)."""
+        """The facts and past turns recalled for ``query``, best first: exactly what
+        ``prefetch`` renders (within its character budget) and what the LoCoMo benchmark
+        scores (turns by their ``source_id``). Turns scoring under ``recall_floor`` times
+        the best turn's score are left out."""
         store, turns = self.store, self.turns
         if store is None or not query.strip():
             return [], []
@@ -157,19 +158,20 @@ class HolographicProvider(MemoryProvider):
         hits: list[TurnHit] = []
         if turns is not None and n_turns:
             hits = turns.search(query, limit=n_turns, user_id=self._context.user_id or None)
+        if hits and self.settings.recall_floor > 0:
+            floor = self.settings.recall_floor * max(h.score for h in hits)
+            hits = [h for h in hits if h.score >= floor]
         return facts, hits
 
     def _recall(self, store: FactStore, query: str) -> str:
         facts, hits = self.recall_items(query)
-        wanted = set(tokens(query))
-        hits = [h for h in hits if wanted & set(tokens(h.text))]
         if facts:
             store.mark_retrieved([f.id for f in facts])
         return render(facts, hits, self.settings.recall_chars)
 
     def prefetch(self, query: str, *, session_id: str = "") -> str:
-        """The facts most relevant to ``query``, then the past turns that share a word
-        with it, within the budget ("" in ``tools`` mode)."""
+        """What :meth:`recall_items` returns for ``query`` (facts, then past turns),
+        rendered within the character budget ("" in ``tools`` mode)."""
         store = self.store
         if store is None or not self.settings.inject or not query.strip():
             return ""
@@ -212,12 +214,20 @@ class HolographicProvider(MemoryProvider):
         return self.store
 
     def _store_all(self, store: FactStore, items: list[FactInput]) -> int:
-        added = 0
-        for item in items:
-            try:
-                added += store.add(item).status == "added"
-            except MemoryportError:
-                log.warning("holographic could not store a fact", exc_info=True)
+        """Store ``items`` in one transaction (one by one when the batch fails, so one bad
+        fact does not lose the others); return how many were new."""
+        if not items:
+            return 0
+        try:
+            results = store.add_many(items)
+        except MemoryportError:
+            results = []
+            for item in items:
+                try:
+                    results.append(store.add(item))
+                except MemoryportError:
+                    log.warning("holographic could not store a fact", exc_info=True)
+        added = sum(result.status == "added" for result in results)
         if added:
             self._bump()
         return added

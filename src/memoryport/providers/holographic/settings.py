@@ -24,6 +24,9 @@ CONFIG_SCHEMA: list[ConfigField] = [
      "default": 6, "minimum": 0, "maximum": 50},
     {"key": "recall_turns", "description": "Most past turns recalled per turn.",
      "type": "integer", "default": 6, "minimum": 0, "maximum": 50},
+    {"key": "recall_floor", "description": "Past turns scoring under this fraction of the"
+     " best turn's score are not recalled (0 keeps all recall_turns).", "type": "number",
+     "default": 0.0, "minimum": 0.0, "maximum": 1.0},
     {"key": "auto_extract", "description": "Extract durable facts from turns, compression"
      " and session end.", "type": "boolean", "default": True},
     {"key": "default_trust", "description": "Trust of a new fact (0-1).", "type": "number",
@@ -42,6 +45,7 @@ class Settings:
     recall_chars: int = 1200
     recall_facts: int = 6
     recall_turns: int = 6
+    recall_floor: float = 0.0
     auto_extract: bool = True
     default_trust: float = 0.5
     min_trust: float = 0.3

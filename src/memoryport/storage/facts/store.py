@@ -164,30 +164,53 @@ class FactStore:
     def add(self, item: FactInput) -> AddResult:
         """Add a fact with its entities; retire the live facts it contradicts. A fact that
         says what a live one says already returns that one (``status="duplicate"``)."""
-        content = check_content(item.content)
-        check_category(item.category)
-        speaker = item.speaker or "user"
-        item = replace(item, content=content, speaker=speaker)
-        triple = write.triple_for(content, speaker)
+        return self.add_many([item])[0]
+
+    def add_many(self, items: Sequence[FactInput]) -> list[AddResult]:
+        """Add several facts (e.g. those of one turn) in one transaction, in order: each
+        as :meth:`add` would, later ones seeing the earlier ones (a repeat in the batch is
+        a duplicate; a later value retires an earlier one). Every item is checked first:
+        an invalid one raises ``ToolArgumentError`` naming it and nothing is written."""
+        prepared: list[tuple[FactInput, Triple | None]] = []
+        for index, item in enumerate(items):
+            try:
+                content = check_content(item.content)
+                check_category(item.category)
+            except ToolArgumentError as exc:
+                where = f"fact {index + 1}: " if len(items) > 1 else ""
+                raise ToolArgumentError(f"{where}{exc}") from exc
+            speaker = item.speaker or "user"
+            prepared.append((replace(item, content=content, speaker=speaker),
+                             write.triple_for(content, speaker)))
+        if not prepared:
+            return []
+        done: list[tuple[Fact, str, list[int]]] = []
         try:
             with self._transaction() as conn:
-                same = write.find_duplicate(conn, self.user_id, content, triple, speaker)
-                if same is not None:
-                    return AddResult(same, "duplicate")
-                trust = self.default_trust if item.trust is None else item.trust
-                fact_id = write.insert_fact(conn, self.user_id, item, triple,
-                                            min(1.0, max(0.0, trust)))
-                write.link_entities(conn, self.user_id, fact_id, content, triple)
-                fact = self._require(conn, fact_id)
-                retired = (write.retire_conflicting(conn, self.user_id, fact, triple, speaker)
-                           if triple else [])
-                p = item.provenance
-                write.revision(conn, fact_id, self.user_id, "add", actor=p.actor,
-                               session_id=p.session_id, tool_call_id=p.message_id, after=fact)
+                for item, triple in prepared:
+                    done.append(self._add_one(conn, item, triple))
+                full = read.with_entities(conn, [fact for fact, _, _ in done])
         except sqlite3.Error as exc:
             raise StoreError(f"could not store the fact: {exc}") from exc
-        full = self._read(lambda c: read.with_entities(c, [fact])[0])
-        return AddResult(full, "added", retired)
+        return [AddResult(fact, status, retired)
+                for fact, (_, status, retired) in zip(full, done, strict=True)]
+
+    def _add_one(self, conn: sqlite3.Connection, item: FactInput, triple: Triple | None
+                 ) -> tuple[Fact, str, list[int]]:
+        """One fact of :meth:`add_many`, inside its transaction."""
+        same = write.find_duplicate(conn, self.user_id, item.content, triple, item.speaker)
+        if same is not None:
+            return same, "duplicate", []
+        trust = self.default_trust if item.trust is None else item.trust
+        fact_id = write.insert_fact(conn, self.user_id, item, triple, min(1.0, max(0.0, trust)))
+        write.link_entities(conn, self.user_id, fact_id, item.content, triple)
+        fact = self._require(conn, fact_id)
+        retired = (write.retire_conflicting(conn, self.user_id, fact, triple, item.speaker)
+                   if triple else [])
+        p = item.provenance
+        write.revision(conn, fact_id, self.user_id, "add", actor=p.actor,
+                       session_id=p.session_id, tool_call_id=p.message_id, after=fact)
+        return fact, "added", retired
 
     def update(
         self,

@@ -14,6 +14,7 @@ import unicodedata
 __all__ = [
     "STOPWORDS",
     "content_hash",
+    "fts_all",
     "fts_query",
     "jaccard",
     "normalize",
@@ -80,3 +81,22 @@ def fts_query(text: str, *, limit: int = 32) -> str:
         if len(seen) >= limit:
             break
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in seen)
+
+
+_VARIANTS: dict[str, tuple[str, ...]] = {}
+for _british, _american in _SPELLING.items():
+    _VARIANTS.setdefault(_american, (_american,))
+    _VARIANTS[_american] = (*_VARIANTS[_american], _british)
+
+
+def fts_all(words: list[str] | set[str]) -> str:
+    """An FTS5 MATCH expression requiring every one of ``words`` (tokens as
+    :func:`tokens` returns them; a folded spelling also matches its British form)."""
+    groups: list[str] = []
+    for word in sorted(words):
+        if len(word) < 2 and not word.isdigit():
+            continue
+        forms = _VARIANTS.get(word, (word,))
+        quoted = " OR ".join('"' + w.replace('"', '""') + '"' for w in forms)
+        groups.append(f"({quoted})" if len(forms) > 1 else quoted)
+    return " AND ".join(groups)

@@ -10,7 +10,7 @@ from typing import Any
 
 from memoryport.storage.facts.entities import Entity, entity_key, extract_entities
 from memoryport.storage.facts.records import FACT_COLUMNS, Fact, FactInput, fact_from_row
-from memoryport.storage.facts.text import content_hash, fts_query, jaccard, tokens
+from memoryport.storage.facts.text import content_hash, fts_all, fts_query, jaccard, tokens
 from memoryport.storage.facts.triples import FIRST_PERSON, Triple, conflicts, read_triple
 
 __all__ = [
@@ -88,18 +88,19 @@ def triple_for(content: str, speaker: str) -> Triple | None:
     return triple
 
 
-def _same_statement(a: Triple | None, b: Triple | None) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    return (a.subject, a.relation, a.value, a.negated) == (b.subject, b.relation, b.value,
-                                                          b.negated)
+ALL_TERMS_UP_TO = 6
+"""Up to this many content words, a near duplicate (Jaccard >= 0.85) must contain all of
+them, so its candidates are found with an AND query; longer facts use an OR query."""
+
+_COLUMNS_F = ", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))
 
 
 def find_duplicate(
     conn: sqlite3.Connection, user_id: str, content: str, triple: Triple | None, speaker: str
 ) -> Fact | None:
     """A live fact that says the same: same normalised content, or near-identical words
-    (Jaccard >= :data:`NEAR_DUPLICATE`) with the same extracted statement."""
+    (Jaccard >= :data:`NEAR_DUPLICATE`) with the same extracted statement (subject,
+    relation, value and polarity; ``speaker`` is already in ``triple``'s subject)."""
     row = conn.execute(
         f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND content_hash = ?"
         " AND retired_at IS NULL",
@@ -107,21 +108,27 @@ def find_duplicate(
     ).fetchone()
     if row:
         return fact_from_row(row)
-    match = fts_query(content)
-    if not match:
-        return None
     mine = set(tokens(content))
-    rows = conn.execute(
-        f"SELECT {', '.join('f.' + c.strip() for c in FACT_COLUMNS.split(','))}"
-        " FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid"
-        " WHERE facts_fts MATCH ? AND f.user_id = ? AND f.retired_at IS NULL"
-        " ORDER BY bm25(facts_fts) LIMIT 8",
-        (match, user_id),
-    ).fetchall()
+    if not mine:
+        return None
+    if triple is not None:
+        rows = conn.execute(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND subject = ?"
+            " AND relation = ? AND retired_at IS NULL AND value = ? AND negated = ?",
+            (user_id, triple.subject, triple.relation, triple.value, int(triple.negated)),
+        ).fetchall()
+    else:
+        match = fts_all(mine) if len(mine) <= ALL_TERMS_UP_TO else fts_query(content)
+        if not match:
+            return None
+        rows = conn.execute(
+            f"SELECT {_COLUMNS_F} FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid"
+            " WHERE facts_fts MATCH ? AND f.user_id = ? AND f.retired_at IS NULL"
+            " AND f.relation = '' ORDER BY bm25(facts_fts) LIMIT 8",
+            (match, user_id),
+        ).fetchall()
     for candidate in map(fact_from_row, rows):
-        if jaccard(mine, set(tokens(candidate.content))) < NEAR_DUPLICATE:
-            continue
-        if _same_statement(triple, triple_for(candidate.content, speaker)):
+        if jaccard(mine, set(tokens(candidate.content))) >= NEAR_DUPLICATE:
             return candidate
     return None
 
@@ -167,17 +174,17 @@ def link_entities(
 ) -> None:
     """Upsert the entities ``content`` names and link them to ``fact_id``."""
     now = time.time()
-    for entity in _entities_for(content, triple):
-        conn.execute(
-            "INSERT INTO entities(user_id, key, name, kind, created_at) VALUES (?, ?, ?, ?, ?)"
-            " ON CONFLICT(user_id, key) DO NOTHING",
-            (user_id, entity.key, entity.name, entity.kind, now),
-        )
-        conn.execute(
-            "INSERT OR IGNORE INTO fact_entities(fact_id, entity_id)"
-            " SELECT ?, id FROM entities WHERE user_id = ? AND key = ?",
-            (fact_id, user_id, entity.key),
-        )
+    found = _entities_for(content, triple)
+    conn.executemany(
+        "INSERT INTO entities(user_id, key, name, kind, created_at) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT(user_id, key) DO NOTHING",
+        [(user_id, e.key, e.name, e.kind, now) for e in found],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO fact_entities(fact_id, entity_id)"
+        " SELECT ?, id FROM entities WHERE user_id = ? AND key = ?",
+        [(fact_id, user_id, e.key) for e in found],
+    )
 
 
 def retire_conflicting(
