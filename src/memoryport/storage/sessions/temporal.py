@@ -46,7 +46,7 @@ RERANK_DEPTH = 100
 """How many BM25 candidates a query with time hints re-ranks."""
 WINDOW_BOOST = 0.5
 """Added to the normalised score of a message inside a named-period window."""
-EVENT_BOOST = 0.0
+EVENT_BOOST = 0.5
 """Added for a message whose resolved event window overlaps the query's period."""
 INTENT_BOOST = 0.15
 """Added for a message with a temporal expression when the query asks "when"."""
@@ -179,3 +179,21 @@ def rerank(
         scored.append((-value, position, message_id))
     scored.sort()
     return [(message_id, -neg) for neg, _, message_id in scored]
+
+
+EventRow = tuple[int, float, float, str, str]
+"""A ``message_events`` row: ``(message_id, start_at, end_at, precision, words)``."""
+
+
+def event_rows(message_id: int, content: str | None, timestamp: float) -> list[EventRow]:
+    """The event windows resolved from a message's words against its own timestamp.
+
+    Never raises: a message whose timestamp cannot anchor a date has no events.
+    """
+    if not content:
+        return []
+    try:
+        found = resolve(content, timestamp)
+    except ValueError:
+        return []
+    return [(message_id, e.start, e.end, e.precision, e.words) for e in found]

@@ -28,6 +28,7 @@ from memoryport.storage.sessions.rows import (
     session_values,
 )
 from memoryport.storage.sessions.sqlite.dialect import INSERT_SESSION, scope_sql
+from memoryport.storage.sessions.temporal import event_rows
 
 __all__ = ["export_sessions", "import_entries", "prune_empty", "rebuild_indexes"]
 
@@ -105,7 +106,10 @@ def import_entries(
             taken = conn.execute("SELECT 1 FROM messages WHERE id = ?", (m.id,)).fetchone()
             values = message_values(session.id, m, m.timestamp)
             cjk = int(has_cjk(m.content))
-            conn.execute(insert_message, (None if taken else m.id, *values, cjk))
+            cursor = conn.execute(insert_message, (None if taken else m.id, *values, cjk))
+            events = event_rows(int(cursor.lastrowid or 0), m.content, m.timestamp)
+            if events:
+                conn.executemany("INSERT INTO message_events VALUES (?, ?, ?, ?, ?)", events)
         imported += 1
         messages += len(items)
         if progress is not None:

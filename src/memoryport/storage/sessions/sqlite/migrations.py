@@ -22,10 +22,11 @@ Schema notes:
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from memoryport.storage.sessions import migrate as runner
+from memoryport.storage.sessions.temporal import EventRow, event_rows
 
 __all__ = [
     "CJK_GLOB",
@@ -68,6 +69,10 @@ class Transaction:
     def execute(self, sql: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
         """Run one statement in the current transaction."""
         return self._conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
+        """Run one statement for each row in the current transaction."""
+        self._conn.executemany(sql, rows)
 
 
 Migration = Callable[[Transaction], None]
@@ -218,6 +223,40 @@ def m006_message_time_index(conn: Transaction) -> None:
     conn.executescript("""
     CREATE INDEX messages_time ON messages(timestamp, id);
     """)
+
+
+@_migration
+def m007_message_events(conn: Transaction) -> None:
+    """Event windows resolved at write time from each message's words ("yesterday",
+    "last Friday", "the week before 16 Nov 2023") against the message's own timestamp,
+    with their precision and original words; back-filled for the stored messages.
+
+    A message has zero or more rows; deleting the message deletes them (trigger).
+    """
+    conn.executescript("""
+    CREATE TABLE message_events (
+        message_id INTEGER NOT NULL,
+        start_at REAL NOT NULL,
+        end_at REAL NOT NULL,
+        precision TEXT NOT NULL,
+        words TEXT NOT NULL
+    );
+    CREATE INDEX message_events_message ON message_events(message_id);
+    CREATE INDEX message_events_time ON message_events(start_at, end_at);
+    CREATE TRIGGER message_events_ad AFTER DELETE ON messages BEGIN
+        DELETE FROM message_events WHERE message_id = old.id;
+    END;
+    """)
+    rows = conn.execute("SELECT id, content, timestamp FROM messages")
+    batch: list[EventRow] = []
+    insert = "INSERT INTO message_events VALUES (?, ?, ?, ?, ?)"
+    for message_id, content, timestamp in rows:
+        batch.extend(event_rows(message_id, content, timestamp))
+        if len(batch) >= 5000:
+            conn.executemany(insert, batch)
+            batch = []
+    if batch:
+        conn.executemany(insert, batch)
 
 
 class _Ledger:

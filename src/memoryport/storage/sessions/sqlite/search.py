@@ -46,8 +46,9 @@ from memoryport.storage.sessions.rows import (
     shape_window,
 )
 from memoryport.storage.sessions.temporal import RERANK_DEPTH, TimeHint, rerank, time_hint
+from memoryport.storage.timeexpr import has_time_words
 
-__all__ = ["fetch_windows", "run_search", "snippets_for"]
+__all__ = ["fetch_windows", "latest_time", "run_search", "snippets_for"]
 
 _CHUNK = 512
 _SNIPPET_GAP = 16
@@ -84,7 +85,7 @@ def run_search(
     expr = leaf(parsed.root)
     known: list[int] = []  # every match of ``expr`` from known[0] on, when ranking read them
     if sort == "relevance":
-        hint = time_hint(parsed.raw)
+        hint = time_hint(parsed.raw, latest_time(conn) if has_time_words(parsed.raw) else None)
         need = max(offset + limit, RERANK_DEPTH) if hint else offset + limit
         ranked = _ranked_ids(conn, table, parsed, leaf, scope, need, known)
         if hint:
@@ -178,7 +179,21 @@ def _time_rerank(
     sql = "SELECT id, timestamp, content FROM messages WHERE id IN (SELECT value FROM json_each(?))"
     rows = {r[0]: r for r in conn.execute(sql, (json.dumps([i for i, _ in top]),))}
     candidates = [(i, s, rows[i][1], rows[i][2]) for i, s in top if i in rows]
-    return rerank(candidates, hint) + ranked[RERANK_DEPTH:]
+    events: dict[int, list[tuple[float, float]]] = {}
+    if hint.events:
+        sql = (
+            "SELECT message_id, start_at, end_at FROM message_events"
+            " WHERE message_id IN (SELECT value FROM json_each(?))"
+        )
+        for message_id, start, end in conn.execute(sql, (json.dumps(list(rows)),)):
+            events.setdefault(message_id, []).append((start, end))
+    return rerank(candidates, hint, events) + ranked[RERANK_DEPTH:]
+
+
+def latest_time(conn: sqlite3.Connection) -> float | None:
+    """The newest message time in the store (the anchor of relative query periods)."""
+    row = conn.execute("SELECT max(timestamp) FROM messages").fetchone()
+    return None if row is None or row[0] is None else float(row[0])
 
 
 def _filter(conn: sqlite3.Connection, ids: list[int], scope: tuple[str, list[Any]]) -> set[int]:

@@ -61,6 +61,7 @@ from memoryport.storage.sessions.sqlite.connect import (
 )
 from memoryport.storage.sessions.sqlite.dialect import INSERT_SESSION, is_busy, scope_sql
 from memoryport.storage.sessions.sqlite.search import fetch_windows, run_search, snippets_for
+from memoryport.storage.sessions.temporal import event_rows
 from memoryport.types import valid_text
 
 __all__ = ["SQLiteSessionStore"]
@@ -78,6 +79,9 @@ _BULK_INDEX = (
     "INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)"
     " SELECT id, content, tool_name, tool_calls FROM messages WHERE id > ? AND id <= ?"
 )
+
+
+_INSERT_EVENT = "INSERT INTO message_events VALUES (?, ?, ?, ?, ?)"
 
 
 class SQLiteSessionStore(SessionStore):
@@ -328,14 +332,19 @@ class SQLiteSessionStore(SessionStore):
                 f"INSERT INTO messages ({MESSAGE_INSERT_COLUMNS}, cjk) VALUES (?,?,?,?,?,?,?,?,?,?)"
             )
             if len(rows) == 1:
-                return [int(conn.execute(sql, rows[0]).lastrowid or 0)]
-            first = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'")
-            start = (first.fetchone() or (0,))[0]
-            conn.execute(_BULK_ON)  # the word-index trigger skips the batch ...
-            conn.executemany(sql, rows)
-            conn.execute(_BULK_INDEX, (start, start + len(rows)))  # ... indexed here at once
-            conn.execute(_BULK_OFF)
-            return list(range(start + 1, start + 1 + len(rows)))
+                ids = [int(conn.execute(sql, rows[0]).lastrowid or 0)]
+            else:
+                first = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'")
+                start = (first.fetchone() or (0,))[0]
+                conn.execute(_BULK_ON)  # the word-index trigger skips the batch ...
+                conn.executemany(sql, rows)
+                conn.execute(_BULK_INDEX, (start, start + len(rows)))  # ... indexed here at once
+                conn.execute(_BULK_OFF)
+                ids = list(range(start + 1, start + 1 + len(rows)))
+            events = [e for i, r in zip(ids, rows, strict=True) for e in event_rows(i, r[2], r[3])]
+            if events:
+                conn.executemany(_INSERT_EVENT, events)
+            return ids
 
         return self._write(do)
 
