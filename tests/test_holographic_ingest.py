@@ -134,3 +134,19 @@ def test_prefetch_through_memoryport_open_is_the_ranked_recall(tmp_path: Path) -
     memory.flush()
     assert "user: We adopted two kittens from the shelter." in recalled
     memory.close()
+
+
+def test_session_end_does_not_bring_back_a_superseded_fact(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(yaml.safe_dump(
+        {"memory": {"provider": "holographic", "nudge_interval": 0}}))
+    memory = open_memory(home, "default", platform="cli")
+    for text in ("I live in Lisbon.", "I moved to Porto."):
+        memory.end_turn(memory.begin_turn(text), "Noted.")
+    memory.flush()
+    memory.close()
+    store = FactStore(home / "holographic.db")
+    assert [f.value for f in store.list_facts()] == ["porto"]
+    assert store.count(include_retired=True) == 2 and len(store.contradictions()) == 1
+    store.close()

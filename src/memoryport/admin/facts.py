@@ -4,6 +4,7 @@ on the file directly, without starting any provider."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,9 +14,15 @@ from memoryport.errors import StoreError
 from memoryport.providers.holographic import DB_NAME
 from memoryport.storage.facts.records import Fact
 from memoryport.storage.facts.store import FactStore
+from memoryport.storage.turns import TurnIndex
 
-__all__ = ["Fact", "FactStore", "database_path", "forget_fact", "list_facts", "open_facts",
-           "search_facts", "show_fact"]
+__all__ = ["EMBEDDINGS_MODULES", "Fact", "FactStore", "database_path", "embeddings_present",
+           "forget_fact", "list_facts", "open_facts", "search_facts", "show_fact",
+           "status_details"]
+
+EMBEDDINGS_MODULES = ("model2vec",)
+"""What the ``embeddings`` extra installs (a static embedding model, no download at run
+time); the provider works without it on the lexical, entity and date signals."""
 
 
 def database_path(home: Path) -> Path:
@@ -65,3 +72,33 @@ def show_fact(store: FactStore, fact_id: int) -> dict[str, Any]:
 def forget_fact(store: FactStore, fact_id: int) -> bool:
     """Delete a fact for good (see ``FactStore.forget``); False when there was none."""
     return store.forget(fact_id, actor="cli")
+
+
+def embeddings_present() -> bool:
+    """True when every module of the ``embeddings`` extra can be imported."""
+    return all(importlib.util.find_spec(name) is not None for name in EMBEDDINGS_MODULES)
+
+
+def status_details(home: Path, user_id: str | None = None) -> dict[str, Any]:
+    """What ``memoryport status`` shows for the ``holographic`` provider: its database,
+    the live / retired facts and the stored turns of ``user_id``'s scope (0 before the
+    first write; reading creates nothing), and whether the embeddings extra is
+    installed."""
+    path = database_path(home)
+    details: dict[str, Any] = {
+        "database": str(path), "user": user_id or "(default)", "facts": 0,
+        "retired_facts": 0, "turns": 0,
+        "embeddings": "installed" if embeddings_present() else
+        "not installed (pip install 'memoryport[embeddings]'; recall works without it)",
+    }
+    if not path.is_file():
+        return details
+    with open_facts(home, user_id) as store:
+        details["facts"] = store.count()
+        details["retired_facts"] = store.count(include_retired=True) - details["facts"]
+    turns = TurnIndex(path)
+    try:
+        details["turns"] = turns.count(user_id)
+    finally:
+        turns.close()
+    return details

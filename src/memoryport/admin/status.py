@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryport.admin.curated import usage_summary
+from memoryport.admin.facts import status_details
 from memoryport.admin.providers import Discovery, discover, load, probe_health
 from memoryport.config import (
     Config,
@@ -75,6 +76,8 @@ def _provider_status(
         set(missing_env_vars(name, schema, config, home))
         | {v for v in info.manifest.requires_env if get_secret(home, v) is None}
     )
+    if name == "holographic":
+        status["details"] = status_details(home)
     if probe and status["available"]:
         try:
             status["health"] = probe_health(provider, home, config)

@@ -58,6 +58,8 @@ def _print_provider(p: dict[str, Any] | None) -> None:
         click.echo(f"  available: {'yes' if p['available'] else 'no'}")
     for key, value in (p.get("config") or {}).items():
         click.echo(printable(f"  config {key}: {value}"))
+    for key, value in (p.get("details") or {}).items():
+        click.echo(printable(f"  {key.replace('_', ' ')}: {value}"))
     for var in p.get("missing_env", []):
         click.echo(f"  missing env var: {var}")
     for problem in p.get("config_problems", []):

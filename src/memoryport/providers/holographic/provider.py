@@ -213,18 +213,20 @@ class HolographicProvider(MemoryProvider):
             return None
         return self.store
 
-    def _store_all(self, store: FactStore, items: list[FactInput]) -> int:
+    def _store_all(self, store: FactStore, items: list[FactInput], *,
+                   catch_up: bool = False) -> int:
         """Store ``items`` in one transaction (one by one when the batch fails, so one bad
-        fact does not lose the others); return how many were new."""
+        fact does not lose the others); return how many were new. ``catch_up``: facts
+        already recorded from their session (even retired since) are skipped."""
         if not items:
             return 0
         try:
-            results = store.add_many(items)
+            results = store.add_many(items, once_per_session=catch_up)
         except MemoryportError:
             results = []
             for item in items:
                 try:
-                    results.append(store.add(item))
+                    results += store.add_many([item], once_per_session=catch_up)
                 except MemoryportError:
                     log.warning("holographic could not store a fact", exc_info=True)
         added = sum(result.status == "added" for result in results)
@@ -279,7 +281,7 @@ class HolographicProvider(MemoryProvider):
             return
         items = facts_in_messages(messages, session_id=self._context.session_id,
                                   source_kind=source_kind, home=self.home)
-        self._store_all(store, items)
+        self._store_all(store, items, catch_up=True)
 
     def on_pre_compress(self, messages: list[Message]) -> str:
         """Keep the facts stated in the messages being compressed away."""

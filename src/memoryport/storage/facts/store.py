@@ -166,11 +166,16 @@ class FactStore:
         says what a live one says already returns that one (``status="duplicate"``)."""
         return self.add_many([item])[0]
 
-    def add_many(self, items: Sequence[FactInput]) -> list[AddResult]:
+    def add_many(self, items: Sequence[FactInput], *, once_per_session: bool = False
+                 ) -> list[AddResult]:
         """Add several facts (e.g. those of one turn) in one transaction, in order: each
         as :meth:`add` would, later ones seeing the earlier ones (a repeat in the batch is
         a duplicate; a later value retires an earlier one). Every item is checked first:
-        an invalid one raises ``ToolArgumentError`` naming it and nothing is written."""
+        an invalid one raises ``ToolArgumentError`` naming it and nothing is written.
+
+        ``once_per_session``: a fact already recorded from the item's session, even one
+        retired since, is a duplicate (catch-up extraction at compression or session end
+        must not bring back what a later turn of the same session superseded)."""
         prepared: list[tuple[FactInput, Triple | None]] = []
         for index, item in enumerate(items):
             try:
@@ -188,7 +193,10 @@ class FactStore:
         try:
             with self._transaction() as conn:
                 for item, triple in prepared:
-                    done.append(self._add_one(conn, item, triple))
+                    seen = (write.recorded_in_session(conn, self.user_id, item)
+                            if once_per_session else None)
+                    done.append((seen, "duplicate", []) if seen else
+                                self._add_one(conn, item, triple))
                 full = read.with_entities(conn, [fact for fact, _, _ in done])
         except sqlite3.Error as exc:
             raise StoreError(f"could not store the fact: {exc}") from exc

@@ -19,6 +19,7 @@ __all__ = [
     "insert_fact",
     "link_entities",
     "load_fact",
+    "recorded_in_session",
     "retire_conflicting",
     "revision",
     "snapshot",
@@ -131,6 +132,21 @@ def find_duplicate(
         if jaccard(mine, set(tokens(candidate.content))) >= NEAR_DUPLICATE:
             return candidate
     return None
+
+
+def recorded_in_session(conn: sqlite3.Connection, user_id: str, item: FactInput
+                        ) -> Fact | None:
+    """The newest fact (live or retired) with ``item``'s normalised content recorded from
+    ``item``'s session, or None (None too when the item has no session)."""
+    session = item.provenance.session_id
+    if not session:
+        return None
+    row = conn.execute(
+        f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND content_hash = ?"
+        " AND session_id = ? ORDER BY id DESC LIMIT 1",
+        (user_id, content_hash(item.content), session),
+    ).fetchone()
+    return fact_from_row(row) if row else None
 
 
 def insert_fact(

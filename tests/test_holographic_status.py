@@ -1,0 +1,43 @@
+"""``memoryport status`` shows the holographic provider's fact and turn counts and whether
+the embeddings extra is installed (CliRunner on a real home)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from memoryport import open as open_memory
+from memoryport.cli import main
+
+
+def _home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(yaml.safe_dump(
+        {"memory": {"provider": "holographic", "nudge_interval": 0}}))
+    return home
+
+
+def test_status_shows_counts_and_the_embeddings_extra(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    result = CliRunner().invoke(main, ["--home", str(home), "status", "--no-probe", "--json"])
+    details = json.loads(result.output)["provider"]["details"]
+    assert result.exit_code == 0 and (details["facts"], details["turns"]) == (0, 0)
+    assert not (home / "holographic.db").exists()  # reading status creates nothing
+    memory = open_memory(home, "default", platform="cli")
+    for text in ("I live in Lisbon.", "I moved to Porto.", "We fixed the tests."):
+        memory.end_turn(memory.begin_turn(text), "Noted.")
+    memory.flush()
+    memory.close()
+    result = CliRunner().invoke(main, ["--home", str(home), "status", "--json"])
+    details = json.loads(result.output)["provider"]["details"]
+    assert result.exit_code == 0
+    assert (details["facts"], details["retired_facts"], details["turns"]) == (1, 1, 6)
+    installed = importlib.util.find_spec("model2vec") is not None
+    assert details["embeddings"].startswith("installed" if installed else "not installed")
+    text = CliRunner().invoke(main, ["--home", str(home), "status", "--no-probe"]).output
+    assert "  facts: 1" in text and "  turns: 6" in text and "  embeddings: " in text
