@@ -1,6 +1,9 @@
 """Curated memory (``MEMORY.md`` / ``USER.md``) for shells: read it, and change it the way
 the model's ``memory`` tool does.
 
+History (``history_rows``, ``revision_diff``) reads the revision logs beside the files;
+``restore_revision`` restores one through the built-in provider like ``save_edit``.
+
 Reads (``open_curated``, ``target_info``, ``usage_summary``) open the files directly with
 the limits from ``config.yaml``, so listings work without starting any provider. Every
 change goes through ``memoryport.open()``: ``call_memory_tool`` runs the ``memory`` tool
@@ -11,6 +14,7 @@ scan, the budget, the drift guard and every provider's ``on_memory_write`` apply
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,7 +23,12 @@ from typing import TYPE_CHECKING, Any
 from memoryport.config import MemorySettings, load_config
 from memoryport.errors import MemoryportError, MemoryStoreError
 from memoryport.providers.curated.editor import FileReview
-from memoryport.providers.curated.store import CuratedMemory, WriteResult, curated_options
+from memoryport.providers.curated.store import (
+    CuratedMemory,
+    Revision,
+    WriteResult,
+    curated_options,
+)
 from memoryport.storage.markdown import parse_entries
 
 if TYPE_CHECKING:
@@ -30,9 +39,14 @@ __all__ = [
     "FileReview",
     "WriteResult",
     "call_memory_tool",
+    "history_rows",
     "memory_settings",
     "open_curated",
+    "parse_revision_id",
+    "restore_revision",
     "review_edit",
+    "revision_diff",
+    "revision_row",
     "save_edit",
     "target_info",
     "target_paths",
@@ -166,3 +180,95 @@ def save_edit(
                 "memory.user_profile_enabled are both false); nothing was saved"
             )
         return provider.rewrite(target, list(entries), expected_raw=expected_raw, source=source)
+
+
+# ---------------------------------------------------------------------- history
+
+
+def parse_revision_id(rev_id: str, default_target: str = "memory") -> tuple[str, int]:
+    """``"user:12"`` -> ``("user", 12)``; a bare ``"12"`` uses ``default_target``.
+
+    ``MemoryStoreError`` naming the expected form for anything else.
+    """
+    target, _, number = str(rev_id).strip().rpartition(":")
+    target = target or default_target
+    if target not in ("memory", "user") or not number.isdigit() or int(number) < 1:
+        raise MemoryStoreError(
+            f"Invalid revision {rev_id!r}: expected TARGET:N such as 'memory:12' or 'user:3' "
+            "(or N with --target), as listed by `memoryport memory history`."
+        )
+    return target, int(number)
+
+
+def revision_row(target: str, revision: Revision, *, texts: bool = False) -> dict[str, Any]:
+    """One revision as JSON: ``id`` (``target:rev``), time, action, provenance, changes,
+    ``applied``; with ``texts`` also the whole file ``before`` and ``after``."""
+    row = revision.to_dict()
+    if not texts:
+        del row["before"], row["after"]
+    restored = revision.restored_from
+    row["restored_from"] = f"{target}:{restored}" if restored is not None else None
+    return {"id": f"{target}:{revision.rev}", "target": target, **row}
+
+
+def history_rows(store: CuratedMemory, target: str | None = None) -> list[dict[str, Any]]:
+    """The revisions of ``target`` (or both targets), newest first (``revision_row``)."""
+    rows: list[tuple[float, int, dict[str, Any]]] = []
+    for name in [target] if target else store.targets:
+        for revision in store.history(name):
+            rows.append((revision.ts, revision.rev, revision_row(name, revision)))
+    rows.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return [row for _, _, row in rows]
+
+
+def revision_diff(
+    store: CuratedMemory, rev_id: str, default_target: str = "memory"
+) -> dict[str, Any]:
+    """``{"revision": row with before/after, "diff": unified diff of the file}`` for one
+    revision; ``MemoryStoreError`` when the id is malformed or not kept."""
+    target, number = parse_revision_id(rev_id, default_target)
+    revision = store.revision(target, number)
+    name = store.path(target).name
+    diff = difflib.unified_diff(
+        revision.before.splitlines(keepends=True),
+        revision.after.splitlines(keepends=True),
+        fromfile=f"{name} before {target}:{number}",
+        tofile=f"{name} after {target}:{number}",
+    )
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+    return {"revision": revision_row(target, revision, texts=True), "diff": text}
+
+
+def restore_revision(
+    home: Path,
+    user_id: str,
+    rev_id: str,
+    *,
+    before: bool = False,
+    default_target: str = "memory",
+    source: str = SOURCE,
+) -> dict[str, Any]:
+    """Restore the file text after revision ``rev_id`` (``before``: before it) through
+    ``memoryport.open()``'s built-in provider: budget and safety scan apply, every
+    provider's ``on_memory_write`` hears each removed and re-added entry, and the restore
+    is a new revision. Returns ``{"success", "target", "message", "usage", "entry_count",
+    "restored_from", "revision"}``; ``MemoryStoreError`` (nothing changed) on refusal.
+    """
+    target, number = parse_revision_id(rev_id, default_target)
+    with _shell_memory(home, user_id, source) as memory:
+        provider = memory.curated
+        if provider is None or provider.store is None:
+            raise MemoryStoreError(
+                "curated memory is disabled in config.yaml; nothing was restored"
+            )
+        result = provider.restore(target, number, before=before, source=source)
+        latest = provider.store.history(target)
+    return {
+        "success": True,
+        "target": target,
+        "message": result.message,
+        "usage": str(result.usage),
+        "entry_count": result.entry_count,
+        "restored_from": f"{target}:{number}",
+        "revision": f"{target}:{latest[-1].rev}" if latest and result.changes else None,
+    }

@@ -112,6 +112,9 @@ class MemorySettings:
     prefetch_deadline_s: float = 5.0
     context_budget_chars: int = 4000
     nudge_interval: int = 10
+    history_enabled: bool = True  # curated revisions in memories/.history/<file>.jsonl
+    history_max_age_days: int = 90  # keep every revision this young...
+    history_max_revisions: int = 1000  # ...and the last this many, whatever their age
 
 
 @dataclass(frozen=True)
@@ -180,6 +183,8 @@ _CONSTRAINTS: dict[str, tuple[tuple[str, ...] | None, float | None]] = {
     "memory.prefetch_deadline_s": (None, 0),
     "memory.context_budget_chars": (None, 0),
     "memory.nudge_interval": (None, 0),
+    "memory.history_max_age_days": (None, 0),
+    "memory.history_max_revisions": (None, 1),
     "sessions.backend": (("sqlite", "postgres"), None),
     "agent.compression_threshold_chars": (None, 1),
     "agent.max_tool_iterations": (None, 1),
@@ -193,6 +198,8 @@ _MAXIMA: dict[str, float] = {
     "memory.prefetch_deadline_s": 600,
     "memory.context_budget_chars": 1_000_000,
     "memory.nudge_interval": 100_000,
+    "memory.history_max_age_days": 36_500,
+    "memory.history_max_revisions": 1_000_000,
     "agent.compression_threshold_chars": 100_000_000,
     "agent.max_tool_iterations": 1_000,
 }

@@ -15,7 +15,9 @@ Safety properties of :meth:`MarkdownFile.mutate`:
   takes no lock) or a crash sees either the old complete file or the new complete file;
 - before any mutation the file is checked for *drift* (content another program wrote that
   would not survive a parse/render round trip, or a single entry larger than the whole
-  budget); a drifted file is copied to ``<file>.bak.<timestamp>`` and the mutation refused.
+  budget); a drifted file is copied to ``<file>.bak.<timestamp>`` and the mutation refused;
+- with a :class:`~memoryport.storage.history.HistoryLog`, every write is first logged (and
+  fdatasynced) as a revision, then the file is replaced; see that module for crash safety.
 """
 
 from __future__ import annotations
@@ -34,10 +36,13 @@ import filelock
 
 from memoryport._fs import ensure_private_dir
 from memoryport.errors import DriftError, MemoryStoreError
+from memoryport.storage.history import HistoryLog, Provenance
 
 __all__ = [
     "ENTRY_DELIMITER",
+    "FileState",
     "MarkdownFile",
+    "RevisionNote",
     "entry_problem",
     "parse_entries",
     "render_entries",
@@ -94,6 +99,16 @@ class FileState:
     where the drifted text was saved first."""
 
 
+@dataclass(frozen=True)
+class RevisionNote:
+    """What the history records about one mutation besides the before/after text."""
+
+    action: str
+    provenance: Provenance
+    changes: tuple[dict[str, str], ...] = ()
+    restored_from: int | None = None
+
+
 class MarkdownFile:
     """One ``§``-delimited entry file with a character budget, a lock file and drift guard.
 
@@ -103,12 +118,20 @@ class MarkdownFile:
         char_limit: the whole-file budget in characters of ``render_entries(entries)``; used
             by the drift check (an entry longer than the whole budget is drift).
         lock_timeout: seconds to wait for the lock before failing with ``MemoryStoreError``.
+        history: the revision log every write is recorded in first (None: no history).
     """
 
     def __init__(
-        self, path: Path, *, char_limit: int, lock_timeout: float = 10.0, drift_hint: str = ""
+        self,
+        path: Path,
+        *,
+        char_limit: int,
+        lock_timeout: float = 10.0,
+        drift_hint: str = "",
+        history: HistoryLog | None = None,
     ) -> None:
         self.path = Path(path)
+        self.history = history
         self.char_limit = char_limit
         self.lock_timeout = lock_timeout
         self.drift_hint = drift_hint
@@ -159,6 +182,7 @@ class MarkdownFile:
         change: Callable[[FileState], tuple[list[str] | None, _T]],
         *,
         allow_drift: bool = False,
+        describe: Callable[[_T], RevisionNote] | None = None,
     ) -> _T:
         """Run ``change`` under the lock on freshly re-read entries and persist its result.
 
@@ -169,6 +193,8 @@ class MarkdownFile:
         unless ``allow_drift`` (used for removals, which must always work): then ``change``
         runs on the parsed entries with ``state.drift_backup`` set. ``MemoryStoreError``
         when the lock cannot be taken or the write fails (the file is then unchanged).
+        With a history log, ``describe(value)`` says what to record; the revision is logged
+        before the file is replaced (and cut back if the replace fails).
         """
         with self._locked():
             self._sweep_temp_files()
@@ -185,7 +211,9 @@ class MarkdownFile:
             if new_entries is not None:
                 # Entries of a drift-free file are valid already; check only the new ones.
                 good = frozenset(entries) if reason is None else frozenset()
-                self._write(new_entries, known_good=good)
+                data = self._render(new_entries, known_good=good)
+                note = describe(value) if describe else RevisionNote("write", Provenance())
+                self._record_and_write(raw, data, note)
             return value
 
     def write_entries(self, entries: Sequence[str]) -> None:
@@ -195,22 +223,44 @@ class MarkdownFile:
         A symlinked file keeps its link: the link's target is replaced. Raises
         ``MemoryStoreError`` (the old file intact) when any step fails.
         """
-        self._write(entries, known_good=frozenset())
+        self._store(self._render(entries, known_good=frozenset()))
 
-    def _write(self, entries: Sequence[str], *, known_good: frozenset[str]) -> None:
+    def _record_and_write(self, raw: str, data: bytes, note: RevisionNote) -> None:
+        """Log the revision (fdatasynced) first, then replace the file; undo the log line
+        if the replace fails, so a refused write leaves no trace."""
+        if self.history is None:
+            self._store(data)
+            return
+        _, size = self.history.append(
+            raw,
+            data.decode("utf-8"),
+            action=note.action,
+            provenance=note.provenance,
+            changes=note.changes,
+            restored_from=note.restored_from,
+        )
+        try:
+            self._store(data)
+        except MemoryStoreError:
+            self.history.undo_append(size)
+            raise
+
+    def _render(self, entries: Sequence[str], *, known_good: frozenset[str]) -> bytes:
         for entry in entries:
             if entry in known_good:
                 continue
             problem = entry_problem(entry)
             if problem is not None:
                 raise MemoryStoreError(f"Refusing to write {self.path.name}: {problem}.")
-        target = self.path.resolve() if self.path.is_symlink() else self.path
         try:
-            data = render_entries(entries).encode("utf-8")
+            return render_entries(entries).encode("utf-8")
         except UnicodeEncodeError as exc:
             raise MemoryStoreError(
                 f"Refusing to write {self.path.name}: an entry is not valid UTF-8 text ({exc})."
             ) from exc
+
+    def _store(self, data: bytes) -> None:
+        target = self.path.resolve() if self.path.is_symlink() else self.path
         try:
             ensure_private_dir(target.parent)
             _atomic_write(target, data)

@@ -15,13 +15,20 @@ from memoryport.config import AGENT_NOTES_MODES, DEFAULT_MEMORY_CHAR_LIMIT, DEFA
 from memoryport.config.schema import ConfigField
 from memoryport.errors import ConfigError
 from memoryport.provider import MemoryProvider, MemoryWriteListener, mark_builtin
-from memoryport.providers.curated.store import Change, CuratedMemory, CuratedOptions, WriteResult
+from memoryport.providers.curated.store import (
+    Change,
+    CuratedMemory,
+    CuratedOptions,
+    Provenance,
+    WriteResult,
+)
 from memoryport.providers.curated.suppressed import suppressed_target, suppressed_write
 from memoryport.providers.curated.tool import (
     MEMORY_TOOL_NAME,
     memory_tool_schema,
     run_memory_tool,
 )
+from memoryport.storage.history import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_REVISIONS
 from memoryport.types import SessionContext, ToolSchema
 
 __all__ = ["BuiltinMemoryProvider", "create_builtin_provider"]
@@ -60,6 +67,9 @@ class BuiltinMemoryProvider(MemoryProvider):
         lock_timeout: float = 10.0,
         agent_notes: str = AGENT_NOTES_MODES[0],
         user_id: str = "",
+        history_enabled: bool = True,
+        history_max_age_days: int = DEFAULT_MAX_AGE_DAYS,
+        history_max_revisions: int = DEFAULT_MAX_REVISIONS,
     ) -> None:
         self._default_home = Path(home).expanduser() if home is not None else None
         self._default_user = user_id
@@ -69,6 +79,9 @@ class BuiltinMemoryProvider(MemoryProvider):
             memory_enabled=memory_enabled,
             user_profile_enabled=user_profile_enabled,
             agent_notes=agent_notes,
+            history_enabled=history_enabled,
+            history_max_age_days=history_max_age_days,
+            history_max_revisions=history_max_revisions,
         )
         self._any_enabled = memory_enabled or user_profile_enabled
         self._lock_timeout = lock_timeout
@@ -132,7 +145,7 @@ class BuiltinMemoryProvider(MemoryProvider):
             for change in changes:
                 self._notify(change, kwargs)
             return text
-        outcome = run_memory_tool(store, args)
+        outcome = run_memory_tool(store, args, self._provenance(kwargs))
         if outcome.result is not None:
             for change in outcome.result.changes:
                 self._notify(change, kwargs)
@@ -149,16 +162,45 @@ class BuiltinMemoryProvider(MemoryProvider):
         ``ConfigError`` when no home is known; ``MemoryStoreError`` (nothing written) when
         the target is disabled or the file changed meanwhile.
         """
+        store = self._require_store()
+        origin = self._provenance({"source": source})
+        result = store.rewrite(target, entries, expected_raw=expected_raw, provenance=origin)
+        self._notify_all(result, source)
+        return result
+
+    def restore(
+        self, target: str, rev: int, *, before: bool = False, source: str = "cli"
+    ) -> WriteResult:
+        """Restore revision ``rev`` of ``target`` (``CuratedMemory.restore``) and report
+        each removed and re-added entry to the write listener like an edit."""
+        store = self._require_store()
+        origin = self._provenance({"source": source})
+        result = store.restore(target, rev, before=before, provenance=origin)
+        self._notify_all(result, source)
+        return result
+
+    def _require_store(self) -> CuratedMemory:
         store = self.store
         if store is None:
             raise ConfigError("The builtin memory provider needs a home directory (home=...).")
-        result = store.rewrite(target, entries, expected_raw=expected_raw)
+        return store
+
+    def _notify_all(self, result: WriteResult, source: str) -> None:
         for change in result.changes:
             removed = change.content if change.action == "remove" else ""
             # A removed entry was matched whole: it is its own old_text and previous text.
             full = Change(change.action, change.target, change.content, removed, removed)
             self._notify(full, {"source": source})
-        return result
+
+    def _provenance(self, call_kwargs: dict[str, Any]) -> Provenance:
+        context = call_kwargs.get("context")
+        user = context.user_id if isinstance(context, SessionContext) else ""
+        return Provenance(
+            source=str(call_kwargs.get("source") or "memory_tool"),
+            session_id=_session_of(call_kwargs) or self._initial.session_id,
+            tool_call_id=str(call_kwargs.get("tool_call_id") or ""),
+            user_id=user or self._initial.user_id or self._default_user,
+        )
 
     def system_prompt_block(self) -> str:
         """The snapshot frozen at ``initialize`` (or the last ``rebuild_snapshot``)."""

@@ -16,11 +16,12 @@ freshly re-read entries with the drift guard. Errors are raised as ``MemoryStore
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
@@ -45,12 +46,22 @@ from memoryport.providers.curated.editor import (
     review_file,
 )
 from memoryport.providers.curated.prompt import Usage, compose_prompt, render_block
-from memoryport.storage.markdown import FileState, MarkdownFile, parse_entries
+from memoryport.storage.history import (
+    DEFAULT_MAX_AGE_DAYS,
+    DEFAULT_MAX_REVISIONS,
+    HistoryLog,
+    Provenance,
+    Revision,
+    mark_applied,
+)
+from memoryport.storage.markdown import FileState, MarkdownFile, RevisionNote, parse_entries
 
 __all__ = [
     "Change",
     "CuratedMemory",
     "CuratedOptions",
+    "Provenance",
+    "Revision",
     "Snapshot",
     "TargetSpec",
     "WriteResult",
@@ -70,6 +81,9 @@ class CuratedOptions(TypedDict, total=False):
     memory_enabled: bool
     user_profile_enabled: bool
     agent_notes: str
+    history_enabled: bool
+    history_max_age_days: int
+    history_max_revisions: int
 
 
 def curated_options(settings: MemorySettings) -> CuratedOptions:
@@ -81,6 +95,9 @@ def curated_options(settings: MemorySettings) -> CuratedOptions:
         memory_enabled=settings.memory_enabled,
         user_profile_enabled=settings.user_profile_enabled,
         agent_notes=settings.agent_notes,
+        history_enabled=settings.history_enabled,
+        history_max_age_days=settings.history_max_age_days,
+        history_max_revisions=settings.history_max_revisions,
     )
 
 
@@ -118,6 +135,19 @@ class Snapshot:
     warnings: tuple[str, ...] = ()
 
 
+def _whole_file(
+    spec: TargetSpec, state: FileState, new: list[str], saved: str
+) -> tuple[list[str] | None, WriteResult]:
+    """The change of a whole-file save (edit, restore): ``new`` replaces the entries."""
+    removed = [Change("remove", spec.name, e, e, e) for e in state.entries if e not in new]
+    added = [Change("add", spec.name, e) for e in new if e not in state.entries]
+    unchanged = new == state.entries and state.drift_backup is None
+    message = "No changes." if unchanged else saved + _drift_note(state)
+    usage = Usage.of(new, spec.char_limit)
+    result = WriteResult(spec.name, message, len(new), usage, (*removed, *added))
+    return (None if unchanged else new), result
+
+
 def _drift_note(state: FileState) -> str:
     if state.drift_backup is None:
         return ""
@@ -147,6 +177,9 @@ class CuratedMemory:
         user_profile_enabled: bool = True,
         lock_timeout: float = 10.0,
         agent_notes: str = "shared",
+        history_enabled: bool = True,
+        history_max_age_days: int = DEFAULT_MAX_AGE_DAYS,
+        history_max_revisions: int = DEFAULT_MAX_REVISIONS,
     ) -> None:
         if agent_notes not in AGENT_NOTES_MODES:
             raise ValueError(
@@ -165,12 +198,19 @@ class CuratedMemory:
                         user_char_limit, user_profile_enabled), user_dir),
         )  # fmt: skip
         self._specs = {spec.name: spec for spec, _ in layout}
+        retention = {"max_age_days": history_max_age_days, "max_revisions": history_max_revisions}
+        self.history_enabled = history_enabled
+        self._logs = {
+            spec.name: HistoryLog.beside(directory / spec.filename, **retention)
+            for spec, directory in layout
+        }
         self._files = {
             spec.name: MarkdownFile(
                 directory / spec.filename,
                 char_limit=spec.char_limit,
                 lock_timeout=lock_timeout,
                 drift_hint=self._drift_hint(spec),
+                history=self._logs[spec.name] if history_enabled else None,
             )
             for spec, directory in layout
         }
@@ -232,8 +272,14 @@ class CuratedMemory:
         }
 
     # ------------------------------------------------------------------ writes
-    def add(self, target: str, content: str) -> WriteResult:
-        """Add one entry. A (near-)duplicate is a success that writes nothing."""
+    def add(
+        self, target: str, content: str, *, provenance: Provenance | None = None
+    ) -> WriteResult:
+        """Add one entry. A (near-)duplicate is a success that writes nothing.
+
+        ``provenance`` (every write method takes it) is recorded in the revision history;
+        the default is ``Provenance(source="api")`` with this store's user id.
+        """
         spec, text = self.writable(target), clean_content(content)
         self._scan(text)
 
@@ -250,9 +296,11 @@ class CuratedMemory:
             )
             return editor.result("Entry added.")
 
-        return self._files[target].mutate(change)
+        return self._files[target].mutate(change, describe=self._note("add", provenance))
 
-    def replace(self, target: str, old_text: str, content: str) -> WriteResult:
+    def replace(
+        self, target: str, old_text: str, content: str, *, provenance: Provenance | None = None
+    ) -> WriteResult:
         """Replace the one entry containing ``old_text`` with ``content``."""
         spec, old = self.writable(target), clean_old_text(old_text)
         text = clean_content(content)
@@ -270,9 +318,11 @@ class CuratedMemory:
             )
             return editor.result("Entry replaced.")
 
-        return self._files[target].mutate(change)
+        return self._files[target].mutate(change, describe=self._note("replace", provenance))
 
-    def remove(self, target: str, old_text: str) -> WriteResult:
+    def remove(
+        self, target: str, old_text: str, *, provenance: Provenance | None = None
+    ) -> WriteResult:
         """Remove the one entry containing ``old_text``."""
         spec, old = self.writable(target), clean_old_text(old_text)
 
@@ -281,9 +331,16 @@ class CuratedMemory:
             editor.remove(old)
             return editor.result("Entry removed." + _drift_note(state))
 
-        return self._files[target].mutate(change, allow_drift=True)
+        note = self._note("remove", provenance)
+        return self._files[target].mutate(change, allow_drift=True, describe=note)
 
-    def apply_batch(self, target: str, operations: Sequence[Mapping[str, Any]]) -> WriteResult:
+    def apply_batch(
+        self,
+        target: str,
+        operations: Sequence[Mapping[str, Any]],
+        *,
+        provenance: Provenance | None = None,
+    ) -> WriteResult:
         """Apply several operations all-or-nothing; only the final size is budget-checked.
 
         Each operation is ``{"action": "add"|"replace"|"remove", "content", "old_text"}``.
@@ -312,19 +369,28 @@ class CuratedMemory:
             return editor.result(applied + _drift_note(state))
 
         only_removes = all(op.action == "remove" for op in ops)
-        return self._files[target].mutate(change, allow_drift=only_removes)
+        note = self._note("batch", provenance)
+        return self._files[target].mutate(change, allow_drift=only_removes, describe=note)
 
     # ------------------------------------------------------------------ whole-file edit
     def review(self, target: str, text: str, previous: Sequence[str] = ()) -> FileReview:
         """Check ``text`` as the whole new content of ``target`` (see ``review_file``)."""
         return review_file(self.spec(target), text, previous, self._finding_ids)
 
-    def rewrite(self, target: str, entries: Sequence[str], *, expected_raw: str) -> WriteResult:
+    def rewrite(
+        self,
+        target: str,
+        entries: Sequence[str],
+        *,
+        expected_raw: str,
+        provenance: Provenance | None = None,
+    ) -> WriteResult:
         """Replace ``target``'s entries with ``entries`` if the file still holds ``expected_raw``.
 
         For ``memoryport memory edit``: the caller reviewed ``entries`` (``review``) against
         the text it read. A drifted file is backed up first. ``MemoryStoreError`` (nothing
-        written) when the file changed in the meantime or the write fails.
+        written) when the file changed in the meantime or the write fails. Recorded in the
+        history as an ``edit``.
         """
         spec = self.writable(target)
         new = list(entries)
@@ -335,15 +401,82 @@ class CuratedMemory:
                     f"{spec.filename} was changed by another writer while you were editing "
                     "it; nothing was saved. Run the edit again."
                 )
-            removed = [Change("remove", spec.name, e) for e in state.entries if e not in new]
-            added = [Change("add", spec.name, e) for e in new if e not in state.entries]
-            unchanged = new == state.entries and state.drift_backup is None
-            message = "No changes." if unchanged else "File saved." + _drift_note(state)
-            usage = Usage.of(new, spec.char_limit)
-            result = WriteResult(spec.name, message, len(new), usage, (*removed, *added))
-            return (None if unchanged else new), result
+            return _whole_file(spec, state, new, "File saved.")
 
-        return self._files[target].mutate(change, allow_drift=True)
+        note = self._note("edit", provenance)
+        return self._files[target].mutate(change, allow_drift=True, describe=note)
+
+    # ------------------------------------------------------------------ history
+    def history(self, target: str) -> list[Revision]:
+        """``target``'s recorded revisions, oldest first, each marked ``applied`` (False
+        for a write whose writer was killed before the file was replaced)."""
+        self.spec(target)
+        return mark_applied(self._logs[target].revisions(), self._files[target].read_raw())
+
+    def revision(self, target: str, rev: int) -> Revision:
+        """Revision ``rev`` of ``target``; ``MemoryStoreError`` when it is not kept."""
+        self.spec(target)
+        return self._logs[target].get(rev)
+
+    def history_path(self, target: str) -> Path:
+        """The revision log of ``target`` (it may not exist yet)."""
+        self.spec(target)
+        return self._logs[target].path
+
+    def restore(
+        self,
+        target: str,
+        rev: int,
+        *,
+        before: bool = False,
+        provenance: Provenance | None = None,
+    ) -> WriteResult:
+        """Make ``target`` hold the file text right after revision ``rev`` (``before``:
+        right before it, i.e. undo it). The restore is itself a new revision.
+
+        The restored text is checked like ``memory edit`` (budget of the live content,
+        safety scan of entries not in the current file); ``MemoryStoreError`` (nothing
+        written) when it fails, the revision is unknown or history is disabled.
+        """
+        spec = self.writable(target)
+        if not self.history_enabled:
+            raise MemoryStoreError(
+                "Curated-memory history is disabled (memory.history_enabled: false); "
+                "nothing was restored. Enable it with `memoryport config set "
+                "memory.history_enabled true`."
+            )
+        revision = self.revision(target, rev)
+        text = revision.before if before else revision.after
+        which = f"the text before revision {rev}" if before else f"revision {rev}"
+
+        def change(state: FileState) -> tuple[list[str] | None, WriteResult]:
+            review = self.review(target, text, state.entries)
+            if review.problems:
+                raise MemoryStoreError(
+                    f"Cannot restore {which} of {spec.filename}: "
+                    + "; ".join(review.problems)
+                    + ". Nothing was changed."
+                )
+            return _whole_file(spec, state, review.entries, f"Restored {which}.")
+
+        note = self._note("restore", provenance, restored_from=rev)
+        return self._files[target].mutate(change, allow_drift=True, describe=note)
+
+    def _note(
+        self, action: str, provenance: Provenance | None, restored_from: int | None = None
+    ) -> Callable[[WriteResult], RevisionNote]:
+        origin = provenance or Provenance()
+        if not origin.user_id and self.user_id:
+            origin = dataclasses.replace(origin, user_id=self.user_id)
+
+        def describe(result: WriteResult) -> RevisionNote:
+            changes = tuple(
+                {"action": c.action, "content": c.content, "previous": c.previous}
+                for c in result.changes
+            )
+            return RevisionNote(action, origin, changes, restored_from)
+
+        return describe
 
     # ------------------------------------------------------------------ snapshot
     def load(self) -> Snapshot:

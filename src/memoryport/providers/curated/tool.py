@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryport.errors import MemoryportError, tool_error
-from memoryport.providers.curated.store import CuratedMemory, WriteResult
+from memoryport.providers.curated.store import CuratedMemory, Provenance, WriteResult
 from memoryport.types import ToolSchema
 
 __all__ = [
@@ -130,8 +130,14 @@ def _success(result: WriteResult) -> ToolOutcome:
     return ToolOutcome(json.dumps(payload, ensure_ascii=False), result)
 
 
-def run_memory_tool(store: CuratedMemory | None, args: Mapping[str, Any]) -> ToolOutcome:
+def run_memory_tool(
+    store: CuratedMemory | None,
+    args: Mapping[str, Any],
+    provenance: Provenance | None = None,
+) -> ToolOutcome:
     """Run one ``memory`` tool call against ``store`` and return the JSON outcome.
+
+    ``provenance`` (who called: source, session, tool call id) goes into the history.
 
     ``store`` of None (memory disabled or not set up) gives the "not available" error. Every
     failure, expected or not, comes back as ``{"success": false, "error": ..., "error_type":
@@ -142,7 +148,7 @@ def run_memory_tool(store: CuratedMemory | None, args: Mapping[str, Any]) -> Too
     if not isinstance(args, Mapping):
         return _error(f"Arguments must be a JSON object, got {type(args).__name__}.")
     try:
-        return _dispatch(store, args)
+        return _dispatch(store, args, provenance or Provenance(source="memory_tool"))
     except MemoryportError as exc:
         return _failed(exc.to_dict())
     except Exception as exc:
@@ -150,7 +156,9 @@ def run_memory_tool(store: CuratedMemory | None, args: Mapping[str, Any]) -> Too
         return _error(f"Memory tool failed: {type(exc).__name__}: {exc}", type(exc).__name__)
 
 
-def _dispatch(store: CuratedMemory, args: Mapping[str, Any]) -> ToolOutcome:
+def _dispatch(
+    store: CuratedMemory, args: Mapping[str, Any], origin: Provenance
+) -> ToolOutcome:
     target = args.get("target")
     if target is None or target == "":
         target = "memory"
@@ -162,7 +170,7 @@ def _dispatch(store: CuratedMemory, args: Mapping[str, Any]) -> ToolOutcome:
                 "'operations' must be a list of {action, content, old_text} objects, got "
                 f"{type(operations).__name__} {_describe(operations)}."
             )
-        return _success(store.apply_batch(target, operations))
+        return _success(store.apply_batch(target, operations, provenance=origin))
     action: Any = args.get("action")
     content: Any = args.get("content")
     old_text: Any = args.get("old_text")
@@ -175,11 +183,11 @@ def _dispatch(store: CuratedMemory, args: Mapping[str, Any]) -> ToolOutcome:
             usage=str(store.usage(target)),
         )
     if action == "add":
-        return _success(store.add(target, content))
+        return _success(store.add(target, content, provenance=origin))
     if action == "replace":
-        return _success(store.replace(target, old_text, content))
+        return _success(store.replace(target, old_text, content, provenance=origin))
     if action == "remove":
-        return _success(store.remove(target, old_text))
+        return _success(store.remove(target, old_text, provenance=origin))
     if action is None:
         return _error("action is required: 'add', 'replace' or 'remove' (or pass 'operations').")
     if not isinstance(action, str):
