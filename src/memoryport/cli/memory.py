@@ -23,6 +23,7 @@ from memoryport.admin.curated import call_memory_tool, target_info, target_paths
 from memoryport.cli._common import get_home, is_terminal, make_console, plural
 from memoryport.cli.memory_common import TARGETS, open_store, store_options
 from memoryport.cli.memory_edit import edit_command
+from memoryport.cli.memory_history import diff_command, history_command, restore_command
 from memoryport.display import printable
 from memoryport.errors import MemoryportError
 
@@ -210,3 +211,6 @@ def path_command(home: Path | None, user_id: str, target: str | None, as_json: b
 
 
 memory_group.add_command(edit_command)
+memory_group.add_command(history_command)
+memory_group.add_command(diff_command)
+memory_group.add_command(restore_command)

@@ -189,7 +189,8 @@ class HistoryLog:
                 return revision
         kept = f"revisions {revisions[0].rev}-{revisions[-1].rev}" if revisions else "none"
         raise MemoryStoreError(
-            f"No revision {rev} in {self.path.name} (kept: {kept}). "
+            f"No revision {rev} in the history of {self.path.name.removesuffix('.jsonl')} "
+            f"(kept: {kept}); nothing was changed. "
             "List them with `memoryport memory history`."
         )
 

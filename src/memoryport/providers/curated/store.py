@@ -447,7 +447,7 @@ class CuratedMemory:
             )
         revision = self.revision(target, rev)
         text = revision.before if before else revision.after
-        which = f"the text before revision {rev}" if before else f"revision {rev}"
+        which = f"the text before revision {target}:{rev}" if before else f"revision {target}:{rev}"
 
         def change(state: FileState) -> tuple[list[str] | None, WriteResult]:
             review = self.review(target, text, state.entries)
