@@ -6,7 +6,9 @@
 * **read** (``session_id`` only): the session's first 20 and last 10 messages.
 * **discover** (``query``): message-level full-text search, deduplicated by session
   lineage, each hit with its anchored window and the session's bookends.
-* **browse** (no arguments): recent sessions, one per lineage, with a preview.
+* **browse** (no arguments): recent sessions, one per lineage, with a preview. A query
+  that names only a period ("what did we talk about last Tuesday?", resolved against the
+  store's latest activity) browses the sessions active in that period instead.
 
 Results are stored messages, never summaries. Functions here raise typed errors; the
 provider turns them into JSON.
@@ -31,6 +33,8 @@ from memoryport.storage.sessions.records import (
     check_sort,
 )
 from memoryport.storage.sessions.render import readable_snippet as _readable_snippet
+from memoryport.storage.sessions.temporal import time_hint
+from memoryport.storage.timeexpr import has_time_words
 from memoryport.types import ToolSchema
 
 __all__ = ["SESSION_SEARCH_SCHEMA", "ToolContext", "session_search", "unquote_title"]
@@ -161,6 +165,10 @@ def session_search(
     if session_id:
         return read(store, session_id, ctx)
     if query:
+        period = only_time_period(store, query, ctx)
+        if period is not None:
+            limit = clamp(_int_arg(args, "limit", 3), 1, 10)
+            return browse_period(store, query, period, limit, ctx)
         return discover(store, query, args, ctx)
     return browse(store, clamp(_int_arg(args, "limit", 10), 1, 50), ctx)
 
@@ -273,6 +281,73 @@ def browse(store: SessionStore, limit: int, ctx: ToolContext) -> dict[str, Any]:
         "results": results,
         "count": len(results),
         "message": message,
+    }
+
+
+PERIOD_SCAN_LIMIT = 2000
+"""At most this many sessions (most recently active first) are checked by a period browse."""
+
+
+def only_time_period(
+    store: SessionStore, query: str, ctx: ToolContext
+) -> tuple[float, float] | None:
+    """The period a purely temporal query names ("what did we talk about last Tuesday?"),
+    resolved against the store's latest activity (not the wall clock); else None."""
+    if not has_time_words(query):
+        return None
+    latest = store.list_sessions(user_id=ctx.user_id, limit=1)
+    if not latest:
+        return None
+    hint = time_hint(query, latest[0].session.last_active_at)
+    if not hint.only_time:
+        return None
+    return min(lo for lo, _ in hint.events), max(hi for _, hi in hint.events)
+
+
+def browse_period(
+    store: SessionStore, query: str, period: tuple[float, float], limit: int, ctx: ToolContext
+) -> dict[str, Any]:
+    """Sessions active during ``period``, most recent first, one per lineage."""
+    start, end = period
+    skip = _current_roots(store, ctx)
+    results: list[dict[str, Any]] = []
+    offset, page = 0, 100
+    while len(results) < limit and offset < PERIOD_SCAN_LIMIT:
+        rows = store.list_sessions(user_id=ctx.user_id, limit=page, offset=offset)
+        roots = store.lineage_roots([r.session.id for r in rows])
+        for row in rows:
+            s = row.session
+            root = roots.get(s.id, s.id)
+            if s.started_at >= end or root in skip or s.last_active_at < start:
+                continue
+            skip.add(root)
+            results.append(_period_entry(row.session, row.preview))
+            if len(results) >= limit:
+                break
+        if len(rows) < page or rows[-1].session.last_active_at < start:
+            break  # newest-active first: every later session ended before the period
+        offset += page
+    return {
+        "success": True,
+        "mode": "browse",
+        "query": query,
+        "period": {"start": format_when(start), "end": format_when(end)},
+        "results": results,
+        "count": len(results),
+        "message": "" if results else "no past session was active in that period",
+    }
+
+
+def _period_entry(s: SessionRecord, preview: str) -> dict[str, Any]:
+    return {
+        "session_id": s.id,
+        "title": s.title,
+        "source": s.source,
+        "started_at": s.started_at,
+        "last_active": s.last_active_at,
+        "when": format_when(s.started_at),
+        "message_count": s.message_count,
+        "preview": preview,
     }
 
 

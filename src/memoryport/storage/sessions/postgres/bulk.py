@@ -5,7 +5,7 @@ The export format is shared with SQLite (:mod:`memoryport.storage.sessions.porta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import IO, Any
 
@@ -27,6 +27,7 @@ from memoryport.storage.sessions.rows import (
     MESSAGE_INSERT_COLUMNS,
     SESSION_COLUMNS,
 )
+from memoryport.storage.sessions.temporal import event_rows
 
 __all__ = [
     "export_sessions",
@@ -116,7 +117,9 @@ def import_sessions(
     session_cols = SESSION_COLUMNS.replace("s.", "")
     message_cols = MESSAGE_COLUMNS.replace("m.", "")
     insert_with_id = q(f"INSERT INTO {{s}}.messages ({message_cols}) VALUES ({_ph(10)})")
-    insert_new_id = q(f"INSERT INTO {{s}}.messages ({MESSAGE_INSERT_COLUMNS}) VALUES ({_ph(9)})")
+    insert_new_id = q(
+        f"INSERT INTO {{s}}.messages ({MESSAGE_INSERT_COLUMNS}) VALUES ({_ph(9)}) RETURNING id"
+    )
     deferred: list[MessageRecord] = []
     total = sum(len(items) for _, items in entries)
     for session, items in entries:
@@ -143,14 +146,25 @@ def import_sessions(
                 deferred.append(m)
             else:
                 cur.execute(insert_with_id, (m.id, *message_values(m.session_id, m, m.timestamp)))
+                _events(cur, q, m.id, m)
         imported += 1
         messages += len(items)
         if progress is not None:
             progress("importing", messages, total)
     _advance_sequence(cur, schema)
     for m in deferred:  # ids already used: take fresh ones past every imported id
-        cur.execute(insert_new_id, message_values(m.session_id, m, m.timestamp))
+        row = cur.execute(insert_new_id, message_values(m.session_id, m, m.timestamp)).fetchone()
+        _events(cur, q, int(row[0]) if row else 0, m)
     return ImportReport(imported, skipped, messages)
+
+
+def _events(
+    cur: Cursor, q: Callable[[str], sql.Composed], message_id: int, m: MessageRecord
+) -> None:
+    """Store the event windows resolved from an imported message's words."""
+    events = event_rows(message_id, m.content, m.timestamp)
+    if events:
+        cur.executemany(q("INSERT INTO {s}.message_events VALUES (%s, %s, %s, %s, %s)"), events)
 
 
 def _ph(count: int) -> str:

@@ -37,6 +37,7 @@ from psycopg import sql
 
 from memoryport.errors import MigrationError
 from memoryport.storage.sessions import migrate as runner
+from memoryport.storage.sessions.temporal import event_rows
 
 __all__ = [
     "CJK_REGEX",
@@ -218,6 +219,35 @@ def m006_message_time_index(cur: Cursor, schema: sql.Identifier) -> None:
     cur.execute(
         sql.SQL("CREATE INDEX messages_time ON {s}.messages (timestamp, id)").format(s=schema)
     )
+
+
+@_migration
+def m007_message_events(cur: Cursor, schema: sql.Identifier) -> None:
+    """Event windows resolved at write time from each message's words against its own
+    timestamp (precision and original words kept), back-filled; the twin of SQLite's m007.
+    Rows go with their message (``ON DELETE CASCADE``)."""
+    cur.execute(
+        sql.SQL(
+            "CREATE TABLE {s}.message_events ("
+            " message_id BIGINT NOT NULL REFERENCES {s}.messages(id) ON DELETE CASCADE,"
+            " start_at DOUBLE PRECISION NOT NULL, end_at DOUBLE PRECISION NOT NULL,"
+            " precision TEXT NOT NULL, words TEXT NOT NULL)"
+        ).format(s=schema)
+    )
+    cur.execute(
+        sql.SQL("CREATE INDEX message_events_message ON {s}.message_events (message_id)").format(
+            s=schema
+        )
+    )
+    rows = cur.execute(
+        sql.SQL("SELECT id, content, timestamp FROM {s}.messages").format(s=schema)
+    ).fetchall()
+    events = [e for i, content, stamp in rows for e in event_rows(i, content, stamp)]
+    if events:
+        cur.executemany(
+            sql.SQL("INSERT INTO {s}.message_events VALUES (%s, %s, %s, %s, %s)").format(s=schema),
+            events,
+        )
 
 
 def _trigram_ops(cur: Cursor) -> sql.Composable | None:

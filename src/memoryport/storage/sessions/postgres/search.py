@@ -37,6 +37,7 @@ from memoryport.storage.sessions.query import ParsedQuery, iter_terms, make_snip
 from memoryport.storage.sessions.records import MessageRecord, SearchHit, SortOrder
 from memoryport.storage.sessions.rows import HIT_COLUMNS, MESSAGE_COLUMNS, shape_window
 from memoryport.storage.sessions.temporal import RERANK_DEPTH, TimeHint, rerank, time_hint
+from memoryport.storage.timeexpr import has_time_words
 
 __all__ = ["fetch_windows", "run_search", "snippets_for"]
 
@@ -66,11 +67,13 @@ def run_search(
     plan = parsed.plan()
     if parsed.root is None or plan == "empty":
         return [], ""
-    hint = time_hint(parsed.raw) if sort == "relevance" and plan != "like" else TimeHint((), False)
+    hint = TimeHint((), False)
+    if sort == "relevance" and plan != "like":
+        hint = time_hint(parsed.raw, _latest(cur, schema) if has_time_words(parsed.raw) else None)
     if hint:  # re-rank the top candidates by time hints, then page (as SQLite does)
         depth = max(offset + limit, RERANK_DEPTH)
         hits, compiled = _search(cur, schema, parsed, plan, scope, sort, depth, 0, snippets)
-        return _time_rerank(hits, hint)[offset : offset + limit], compiled
+        return _time_rerank(cur, schema, hits, hint)[offset : offset + limit], compiled
     return _search(cur, schema, parsed, plan, scope, sort, limit, offset, snippets)
 
 
@@ -112,11 +115,33 @@ def _tsquery(cur: Cursor, schema: sql.Identifier, parsed: ParsedQuery) -> str:
     return str(row[0])
 
 
-def _time_rerank(hits: list[SearchHit], hint: TimeHint) -> list[SearchHit]:
+def _latest(cur: Cursor, schema: sql.Identifier) -> float | None:
+    """The newest message time in the store (the anchor of relative query periods)."""
+    row = cur.execute(sql.SQL("SELECT max(timestamp) FROM {s}.messages").format(s=schema))
+    value = row.fetchone()
+    return None if value is None or value[0] is None else float(value[0])
+
+
+def _time_rerank(
+    cur: Cursor, schema: sql.Identifier, hits: list[SearchHit], hint: TimeHint
+) -> list[SearchHit]:
     top = hits[:RERANK_DEPTH]
     by_id = {h.message.id: h for h in top}
+    events: dict[int, list[tuple[float, float]]] = {}
+    if hint.events and by_id:
+        rows = cur.execute(
+            sql.SQL(
+                "SELECT message_id, start_at, end_at FROM {s}.message_events"
+                " WHERE message_id = ANY(%s)"
+            ).format(s=schema),
+            (list(by_id),),
+        )
+        for message_id, start, end in rows.fetchall():
+            events.setdefault(int(message_id), []).append((float(start), float(end)))
     order = rerank(
-        [(h.message.id, h.score, h.message.timestamp, h.message.content) for h in top], hint
+        [(h.message.id, h.score, h.message.timestamp, h.message.content) for h in top],
+        hint,
+        events,
     )
     ranked = [dataclasses.replace(by_id[i], score=score) for i, score in order]
     return ranked + hits[RERANK_DEPTH:]

@@ -68,6 +68,7 @@ from memoryport.storage.sessions.rows import (
     SESSION_COLUMNS,
     dump_json,
 )
+from memoryport.storage.sessions.temporal import event_rows
 from memoryport.types import valid_text
 
 __all__ = ["PostgresSessionStore"]
@@ -306,6 +307,11 @@ class PostgresSessionStore(SessionStore):
                     ids.append(int(row[0]))
                 if not cur.nextset():
                     break
+            events = [e for i, r in zip(ids, rows, strict=True) for e in event_rows(i, r[2], r[3])]
+            if events:
+                cur.executemany(
+                    self._q("INSERT INTO {s}.message_events VALUES (%s, %s, %s, %s, %s)"), events
+                )
             return ids
 
         return self._run(do)
