@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -32,7 +33,7 @@ def test_every_write_is_a_revision_with_before_and_after(tmp_path: Path) -> None
     assert [r.rev for r in revisions] == [1, 2, 3, 4, 5]
     assert all(r.applied for r in revisions)
     # Each revision's before is the previous one's after; the last after is the live file.
-    for earlier, later in zip(revisions, revisions[1:], strict=False):
+    for earlier, later in itertools.pairwise(revisions):
         assert later.before == earlier.after
     assert revisions[-1].after == store.path("memory").read_text(encoding="utf-8")
     assert revisions[2].changes == (
@@ -79,7 +80,7 @@ def test_restore_checks_budget_and_safety_of_the_live_content(tmp_path: Path) ->
     store.add("memory", "b" * 60)
     before = store.path("memory").read_bytes()
     small = CuratedMemory(tmp_path, memory_char_limit=50)  # the budget was lowered since
-    with pytest.raises(MemoryStoreError, match="Cannot restore revision memory:1.*60/50"):
+    with pytest.raises(MemoryStoreError, match=r"Cannot restore revision memory:1.*60/50"):
         small.restore("memory", 1)
     assert store.path("memory").read_bytes() == before and len(store.history("memory")) == 3
     # An entry written by hand that fails the scan cannot come back through a restore.

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent_support import make_agent, make_memory
 from click.testing import CliRunner, Result
+
+from agent_support import make_agent, make_memory
 from fake_openai import FakeOpenAI, Reply, ToolCall, last_role, mentions
 from manager_doubles import Recorder
-
 from memoryport.admin.curated import history_rows, restore_revision, revision_diff
 from memoryport.agent.review import REVIEW_PROMPT, REVIEW_SOURCE
 from memoryport.cli.memory import memory_group
