@@ -12,13 +12,24 @@ from typing import Any
 
 from memoryport.errors import StoreError
 from memoryport.providers.holographic import DB_NAME
-from memoryport.storage.facts.records import Fact
+from memoryport.storage.facts.records import Fact, as_of_time
 from memoryport.storage.facts.store import FactStore
 from memoryport.storage.turns import TurnIndex
 
-__all__ = ["EMBEDDINGS_MODULES", "Fact", "FactStore", "database_path", "embeddings_present",
-           "forget_fact", "list_facts", "open_facts", "search_facts", "show_fact",
-           "status_details"]
+__all__ = [
+    "EMBEDDINGS_MODULES",
+    "Fact",
+    "FactStore",
+    "database_path",
+    "embeddings_present",
+    "forget_fact",
+    "list_facts",
+    "open_facts",
+    "search_facts",
+    "show_fact",
+    "status_details",
+    "why_fact",
+]
 
 EMBEDDINGS_MODULES = ("model2vec",)
 """What the ``embeddings`` extra installs (a static embedding model, no download at run
@@ -52,9 +63,17 @@ def list_facts(store: FactStore, *, limit: int, include_retired: bool = False) -
     return store.list_facts(limit=limit, include_retired=include_retired)
 
 
-def search_facts(store: FactStore, query: str, *, limit: int) -> list[Fact]:
-    """Ranked live facts for ``query`` (above the trust floor, as recall sees them)."""
-    return store.search(query, limit=limit)
+def search_facts(store: FactStore, query: str, *, limit: int, as_of: str | None = None
+                 ) -> list[Fact]:
+    """Ranked live facts for ``query`` (above the trust floor, as recall sees them);
+    ``as_of`` (a date or ISO date-time) searches what was believed then."""
+    when = as_of_time(as_of) if as_of else None
+    return store.search(query, limit=limit, as_of=when)
+
+
+def why_fact(store: FactStore, fact_id: int) -> dict[str, Any]:
+    """Where a fact came from (``FactStore.why``) and its supersession chain."""
+    return {**store.why(fact_id), "chain": [f.to_dict() for f in store.chain(fact_id)]}
 
 
 def show_fact(store: FactStore, fact_id: int) -> dict[str, Any]:

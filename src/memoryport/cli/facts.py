@@ -57,7 +57,7 @@ def _table(title: str, facts: list[Fact]) -> None:
 
 @click.group("facts")
 def facts_group() -> None:
-    """Durable facts kept by the holographic provider: list, search, show, forget."""
+    """Durable facts kept by the holographic provider: list, search, show, why, forget."""
 
 
 @facts_group.command("list")
@@ -83,15 +83,20 @@ def list_command(home: Path | None, user_id: str, limit: int, include_retired: b
 @click.argument("query")
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True,
               help="How many results (1-100).")
+@click.option("--as-of", "as_of", default=None, metavar="DATE",
+              help="What was believed then (2024-03-01 or an ISO date-time).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def search_command(home: Path | None, user_id: str, query: str, limit: int,
-                   as_json: bool) -> None:
-    """Live facts ranked for QUERY, as recall sees them."""
+                   as_of: str | None, as_json: bool) -> None:
+    """Live facts ranked for QUERY, as recall sees them (or as of a date)."""
     with _open(home, user_id) as store:
-        facts = admin_facts.search_facts(store, query, limit=limit)
+        try:
+            facts = admin_facts.search_facts(store, query, limit=limit, as_of=as_of)
+        except MemoryportError as exc:
+            raise click.ClickException(str(exc)) from exc
     if as_json:
         echo_json({"results": [f.to_dict() for f in facts], "count": len(facts),
-                   "query": query})
+                   "query": query} | ({"as_of": as_of} if as_of else {}))
         return
     _table(f"facts matching {printable(query)!r}", facts)
 
@@ -122,6 +127,32 @@ def show_command(home: Path | None, user_id: str, fact_id: int, as_json: bool) -
     for pair in shown["contradictions"]:
         click.echo(f"  contradiction: {printable(pair['old_value'])} -> "
                    f"{printable(pair['new_value'])}")
+
+
+@facts_group.command("why")
+@_options
+@click.argument("fact_id", type=click.IntRange(1, _MAX_ID))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def why_command(home: Path | None, user_id: str, fact_id: int, as_json: bool) -> None:
+    """Where a fact came from: session, message, source, when, and the source text."""
+    with _open(home, user_id) as store:
+        try:
+            why = admin_facts.why_fact(store, fact_id)
+        except MemoryportError as exc:
+            raise click.ClickException(str(exc)) from exc
+    if as_json:
+        echo_json(why)
+        return
+    click.echo(f"#{fact_id}  {printable(why['content'])}")
+    click.echo(f"source {printable(why['source_kind'] or '-')} by {printable(why['actor'] or '-')}"
+               f"  session {printable(why['session_id'] or '-')}  message "
+               f"{printable(why['message_id'] or '-')}  speaker {printable(why['speaker'])}")
+    click.echo(f"recorded {_when(why['recorded_at'])}  valid from {_when(why['valid_from'])}"
+               f"  to {_when(why['valid_to'])}")
+    click.echo("said: " + printable(why["source_text"] or "(no source text kept)"))
+    for fact in why["chain"]:
+        state = "live" if fact["retired_at"] is None else "retired"
+        click.echo(f"  chain #{fact['fact_id']} ({state}): {printable(fact['content'])}")
 
 
 @facts_group.command("forget")

@@ -43,7 +43,7 @@ def facts_in_text(
             continue
         category = _CATEGORY.get(triple.relation, "general")
         found.append(FactInput(sentence.rstrip(".!"), category, "", None, timestamp,
-                               provenance, speaker))
+                               provenance, speaker, text[:1000]))
     return found
 
 

@@ -321,7 +321,8 @@ class HolographicProvider(MemoryProvider):
         elif action == "replace" and old is not None and content.strip():
             store.update(old.id, content=content, provenance=provenance)
         elif action in ("add", "replace") and content.strip():
-            store.add(FactInput(content, category, "", None, None, provenance))
+            store.add(FactInput(content, category, "", None, None, provenance,
+                                source_text=content))
 
     def shutdown(self) -> None:
         """Close the store (idempotent)."""

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from memoryport.storage.facts.records import Fact
 from memoryport.storage.turns import TurnHit
 
-__all__ = ["HEADER", "TURNS_HEADER", "fact_line", "fit", "render", "turn_line", "when"]
+__all__ = ["HEADER", "TURNS_HEADER", "citation", "fact_line", "fit", "render", "turn_line", "when"]
 
 HEADER = "Remembered facts (date; source):"
 """The first line of the fact block."""
@@ -27,15 +27,22 @@ def when(epoch: float | None) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(epoch))
 
 
+def citation(fact: Fact) -> str:
+    """The short citation of a recalled fact: ``date; fact #id, <source kind>`` plus
+    ``session <first 12 characters of its id>`` when it has one."""
+    source = fact.source_kind or "fact"
+    if fact.session_id:
+        prefix = fact.session_id[:12] + ("…" if len(fact.session_id) > 12 else "")
+        source += f", session {prefix}"
+    return f"{when(fact.valid_from or fact.recorded_at)}; fact #{fact.id}, {source}"
+
+
 def fact_line(fact: Fact) -> str:
-    """``- <speaker: >content (date; fact #id, source session)``."""
+    """``- <speaker: >content (citation)`` (see :func:`citation`)."""
     text = " ".join(fact.content.split())
     if fact.speaker and fact.speaker != "user" and not text.startswith(fact.speaker):
         text = f"{fact.speaker}: {text}"
-    source = fact.source_kind or "fact"
-    if fact.session_id:
-        source += f" {fact.session_id[:24]}"
-    line = f"- {text} ({when(fact.valid_from or fact.recorded_at)}; fact #{fact.id}, {source})"
+    line = f"- {text} ({citation(fact)})"
     if len(line) > _MAX_LINE:
         line = line[: _MAX_LINE - 1] + "…"
     return line

@@ -12,14 +12,14 @@ from typing import Any
 
 from memoryport import safety
 from memoryport.errors import ToolArgumentError
-from memoryport.storage.facts.records import CATEGORIES, FactInput, Provenance
+from memoryport.storage.facts.records import CATEGORIES, FactInput, Provenance, as_of_time
 from memoryport.storage.facts.store import FactStore
 from memoryport.types import ToolSchema
 
 __all__ = ["ACTIONS", "FACT_FEEDBACK_SCHEMA", "FACT_STORE_SCHEMA", "ToolCall", "run_tool"]
 
 ACTIONS = ("add", "search", "probe", "related", "reason", "contradict", "update", "remove",
-           "list")
+           "list", "history", "why")
 
 FACT_STORE_SCHEMA: ToolSchema = {
     "name": "fact_store",
@@ -30,7 +30,10 @@ FACT_STORE_SCHEMA: ToolSchema = {
         " related: entities sharing facts with an entity, and their facts. reason: facts"
         " linking several entities (those covering the most first). contradict: retired"
         " facts with the facts that replaced them. update/remove: change or retire a fact"
-        " by fact_id. list: facts newest first."
+        " by fact_id. list: facts newest first. history: a fact's supersession chain (the"
+        " facts it replaced and that replaced it) and its revisions. why: where a fact came"
+        " from (session, message or tool call, when) and the text it was read from."
+        " search with as_of (a date) answers what was believed then."
     ),
     "parameters": {
         "type": "object",
@@ -39,11 +42,13 @@ FACT_STORE_SCHEMA: ToolSchema = {
             "action": {"type": "string", "enum": list(ACTIONS)},
             "content": {"type": "string", "description": "The fact (add, update)."},
             "query": {"type": "string", "description": "Search text (search)."},
+            "as_of": {"type": "string", "description": "A date (2024-03-01) or ISO"
+                      " date-time: search what was believed then (search)."},
             "entity": {"type": "string", "description": "An entity name (probe, related)."},
             "entities": {"type": "array", "items": {"type": "string"},
                          "description": "Entity names (reason)."},
-            "fact_id": {"type": "integer", "description": "The fact (update, remove;"
-                        " contradict: only pairs involving it)."},
+            "fact_id": {"type": "integer", "description": "The fact (update, remove,"
+                        " history, why; contradict: only pairs involving it)."},
             "category": {"type": "string", "enum": list(CATEGORIES)},
             "tags": {"type": "string", "description": "Comma-separated tags."},
             "trust_delta": {"type": "number", "description": "Trust change (update)."},
@@ -132,9 +137,24 @@ def _add(call: ToolCall) -> dict[str, Any]:
 
 def _search(call: ToolCall) -> dict[str, Any]:
     query = call.text("query")
-    facts = call.store.search(query, limit=call.limit(), min_trust=call.number("min_trust", 0, 1))
+    raw = call.args.get("as_of")
+    as_of = as_of_time(raw) if raw not in (None, "") else None
+    facts = call.store.search(query, limit=call.limit(), min_trust=call.number("min_trust", 0, 1),
+                              as_of=as_of)
     call.store.mark_retrieved([f.id for f in facts])
-    return {"results": [f.to_dict() for f in facts], "count": len(facts), "query": query}
+    result = {"results": [f.to_dict() for f in facts], "count": len(facts), "query": query}
+    return result | ({"as_of": as_of} if as_of is not None else {})
+
+
+def _history(call: ToolCall) -> dict[str, Any]:
+    fact_id = call.fact_id()
+    chain = call.store.chain(fact_id)
+    return {"fact_id": fact_id, "chain": [f.to_dict() for f in chain], "count": len(chain),
+            "revisions": [r.to_dict() for r in call.store.revisions(fact_id)]}
+
+
+def _why(call: ToolCall) -> dict[str, Any]:
+    return call.store.why(call.fact_id())
 
 
 def _probe(call: ToolCall) -> dict[str, Any]:
@@ -206,6 +226,7 @@ def _list(call: ToolCall) -> dict[str, Any]:
 _ACTIONS: dict[str, Callable[[ToolCall], dict[str, Any]]] = {
     "add": _add, "search": _search, "probe": _probe, "related": _related, "reason": _reason,
     "contradict": _contradict, "update": _update, "remove": _remove, "list": _list,
+    "history": _history, "why": _why,
 }
 
 

@@ -13,7 +13,8 @@ Schema (designed for provenance, history and temporal validity as well):
   ``content_hash``, ``valid_from``/``valid_to`` (when true in the world),
   ``recorded_at``/``retired_at`` (when the store learned and retired it),
   ``retired_reason``, ``superseded_by``, and provenance (``session_id``,
-  ``message_id``, ``source_kind``, ``actor``, ``speaker``: who said it), scoped by
+  ``message_id``, ``source_kind``, ``actor``, ``speaker``: who said it; ``source_text``:
+  the message it was read from, m002), scoped by
   ``user_id`` ('' = no user).
   A live fact's normalised content is unique per user (``facts_live_hash``).
 * ``entities`` / ``fact_entities`` -- the entity index (exact keys, per user).
@@ -145,6 +146,12 @@ _M001 = """
 def m001_facts(conn: sqlite3.Connection) -> None:
     """Facts, entities, the FTS index and revisions."""
     _script(conn, _M001)
+
+
+@_migration
+def m002_source_text(conn: sqlite3.Connection) -> None:
+    """The text a fact was read from (the user's message or turn), for ``why``."""
+    conn.execute("ALTER TABLE facts ADD COLUMN source_text TEXT NOT NULL DEFAULT ''")
 
 
 class _Ledger:

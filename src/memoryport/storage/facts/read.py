@@ -21,6 +21,7 @@ from memoryport.storage.facts.records import (
 from memoryport.storage.facts.text import fts_query, jaccard, tokens
 
 __all__ = [
+    "chain",
     "contradictions",
     "list_facts",
     "probe",
@@ -33,6 +34,17 @@ __all__ = [
 
 _F = ", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))
 _LIVE = "f.user_id = ? AND f.retired_at IS NULL AND f.trust_score >= ?"
+_AS_OF = ("f.user_id = ? AND COALESCE(f.valid_from, f.recorded_at) <= ? AND (f.valid_to IS NULL"
+          " OR f.valid_to > ?) AND f.trust_score >= ?")
+
+
+def _believed(user_id: str, min_trust: float, as_of: float | None) -> tuple[str, list[Any]]:
+    """The filter of recallable facts: live now, or (``as_of``) true and known then:
+    ``valid_from`` (else ``recorded_at``) at or before it and ``valid_to`` (set when a
+    fact is superseded or removed) after it."""
+    if as_of is None:
+        return _LIVE, [user_id, min_trust]
+    return _AS_OF, [user_id, as_of, as_of, min_trust]
 
 
 def with_entities(conn: sqlite3.Connection, facts: Sequence[Fact]) -> list[Fact]:
@@ -66,38 +78,41 @@ def _entity_boost(conn: sqlite3.Connection, user_id: str, query: str) -> set[int
 
 
 def _entity_candidates(
-    conn: sqlite3.Connection, user_id: str, ids: set[int], min_trust: float, limit: int
+    conn: sqlite3.Connection, ids: set[int], scope: tuple[str, list[Any]], limit: int
 ) -> list[Fact]:
     if not ids:
         return []
     marks = ",".join("?" * len(ids))
     rows = conn.execute(
-        f"SELECT {_F} FROM facts f WHERE f.id IN ({marks}) AND {_LIVE}"
+        f"SELECT {_F} FROM facts f WHERE f.id IN ({marks}) AND {scope[0]}"
         " ORDER BY f.trust_score DESC, f.recorded_at DESC LIMIT ?",
-        (*ids, user_id, min_trust, limit),
+        (*ids, *scope[1], limit),
     ).fetchall()
     return [fact_from_row(r) for r in rows]
 
 
 def search(
-    conn: sqlite3.Connection, user_id: str, query: str, *, limit: int, min_trust: float
+    conn: sqlite3.Connection, user_id: str, query: str, *, limit: int, min_trust: float,
+    as_of: float | None = None,
 ) -> list[Fact]:
-    """Live facts matching ``query``: BM25 (normalised, best = 1) blended with word
-    overlap and an entity match (facts linked to an entity the query names are
-    candidates even without a shared word), multiplied by trust."""
+    """Live facts matching ``query`` (``as_of``: those believed at that time, see
+    :func:`_believed`): BM25 (normalised, best = 1) blended with word overlap and an
+    entity match (facts linked to an entity the query names are candidates even without
+    a shared word), multiplied by trust."""
     match = fts_query(query)
     if not match:
         return []
+    scope = _believed(user_id, min_trust, as_of)
     rows = conn.execute(
         f"SELECT {_F}, bm25(facts_fts) FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid"
-        f" WHERE facts_fts MATCH ? AND {_LIVE} ORDER BY bm25(facts_fts) LIMIT ?",
-        (match, user_id, min_trust, max(limit * 4, 20)),
+        f" WHERE facts_fts MATCH ? AND {scope[0]} ORDER BY bm25(facts_fts) LIMIT ?",
+        (match, *scope[1], max(limit * 4, 20)),
     ).fetchall()
     best = min((row[-1] for row in rows), default=-1.0) or -1.0
     lexical = {row[0]: row[-1] / best for row in rows}
     boosted = _entity_boost(conn, user_id, query)
     candidates = [fact_from_row(row[:-1]) for row in rows]
-    candidates += _entity_candidates(conn, user_id, boosted - set(lexical), min_trust,
+    candidates += _entity_candidates(conn, boosted - set(lexical), scope,
                                      max(limit * 2, 10))
     wanted = set(tokens(query))
     scored: list[Fact] = []
@@ -216,6 +231,30 @@ def contradictions(
         if row:
             pairs.append(Contradiction(old, with_entities(conn, [fact_from_row(row)])[0]))
     return pairs
+
+
+def chain(conn: sqlite3.Connection, user_id: str, fact_id: int) -> list[Fact]:
+    """The supersession chain through ``fact_id``, oldest first: the facts it replaced
+    (and those they replaced), itself, and the facts that replaced it ([] if unknown)."""
+    def one(sql: str, value: int) -> Fact | None:
+        row = conn.execute(f"SELECT {_F} FROM facts f WHERE {sql} AND f.user_id = ?"
+                           " ORDER BY f.id DESC LIMIT 1", (value, user_id)).fetchone()
+        return fact_from_row(row) if row else None
+    start = one("f.id = ?", fact_id)
+    if start is None:
+        return []
+    found, seen = [start], {start.id}
+    back = one("f.superseded_by = ?", start.id)
+    while back is not None and back.id not in seen:
+        found.insert(0, back)
+        seen.add(back.id)
+        back = one("f.superseded_by = ?", back.id)
+    ahead = one("f.id = ?", start.superseded_by) if start.superseded_by else None
+    while ahead is not None and ahead.id not in seen:
+        found.append(ahead)
+        seen.add(ahead.id)
+        ahead = one("f.id = ?", ahead.superseded_by) if ahead.superseded_by else None
+    return with_entities(conn, found)
 
 
 def list_facts(

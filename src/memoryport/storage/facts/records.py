@@ -3,9 +3,13 @@ what comes out (:class:`Fact`, :class:`Revision`, :class:`Contradiction`)."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
 from typing import Any
+
+from memoryport.errors import ToolArgumentError
 
 __all__ = [
     "CATEGORIES",
@@ -15,6 +19,7 @@ __all__ = [
     "FactInput",
     "Provenance",
     "Revision",
+    "as_of_time",
     "fact_from_row",
 ]
 
@@ -25,7 +30,7 @@ FACT_COLUMNS = (
     "id, user_id, content, category, tags, subject, relation, qualifier, value, negated, "
     "trust_score, retrieval_count, helpful_count, unhelpful_count, valid_from, valid_to, "
     "recorded_at, updated_at, retired_at, retired_reason, superseded_by, session_id, "
-    "message_id, source_kind, actor, speaker"
+    "message_id, source_kind, actor, speaker, source_text"
 )
 """The ``facts`` columns every read selects, in :class:`Fact` field order."""
 
@@ -45,7 +50,8 @@ class Provenance:
 @dataclass(frozen=True)
 class FactInput:
     """A fact to add. ``valid_from`` is when it became true (default: when recorded);
-    ``speaker`` is who said it, whom "I"/"my" in ``content`` refers to."""
+    ``speaker`` is who said it, whom "I"/"my" in ``content`` refers to; ``source_text``
+    the message it was read from (kept for ``why``; at most 1,000 characters)."""
 
     content: str
     category: str = "general"
@@ -54,6 +60,7 @@ class FactInput:
     valid_from: float | None = None
     provenance: Provenance = field(default_factory=Provenance)
     speaker: str = "user"
+    source_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,7 @@ class Fact:
     source_kind: str
     actor: str
     speaker: str
+    source_text: str = ""
     score: float = 0.0
     entities: tuple[str, ...] = ()
 
@@ -104,6 +112,29 @@ class Fact:
         return data
 
 
+def as_of_time(value: Any) -> float:
+    """Epoch seconds of an ``as_of`` argument: ``YYYY-MM-DD`` (the end of that day, UTC),
+    an ISO date-time (UTC unless it says otherwise) or epoch seconds; anything else
+    raises ``ToolArgumentError`` saying what is accepted."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if isinstance(value, str) and value.strip():
+        text = value.strip()
+        try:
+            if len(text) == 10:
+                day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+                return day.timestamp() + 86399.999
+            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+    raise ToolArgumentError(
+        f"as_of must be a date like 2024-03-01, an ISO date-time like 2024-03-01T12:00:00Z"
+        f" or epoch seconds; got {value!r}"
+    )
+
+
 def fact_from_row(row: sqlite3.Row | tuple[Any, ...], *, score: float = 0.0) -> Fact:
     """A :class:`Fact` from a row selected with :data:`FACT_COLUMNS`."""
     values = dict(zip(_ROW_FIELDS, row, strict=False))
@@ -111,7 +142,7 @@ def fact_from_row(row: sqlite3.Row | tuple[Any, ...], *, score: float = 0.0) -> 
     return Fact(**values, score=score)
 
 
-_ROW_FIELDS = tuple(f.name for f in fields(Fact))[:26]
+_ROW_FIELDS = tuple(f.name for f in fields(Fact))[:27]
 
 
 @dataclass(frozen=True)

@@ -373,12 +373,38 @@ class FactStore:
                 content.strip()) else None
         return self._read(run)
 
-    def search(self, query: str, *, limit: int = 10, min_trust: float | None = None
-               ) -> list[Fact]:
-        """Ranked live facts for ``query`` (see :func:`memoryport.storage.facts.read.search`)."""
+    def search(self, query: str, *, limit: int = 10, min_trust: float | None = None,
+               as_of: float | None = None) -> list[Fact]:
+        """Ranked live facts for ``query``; with ``as_of`` (epoch seconds) the facts
+        believed then, retired since or not (see :func:`memoryport.storage.facts.read.search`)."""
         floor = self.min_trust if min_trust is None else min_trust
         return self._read(lambda c: read.search(c, self.user_id, query, limit=limit,
-                                                min_trust=floor))
+                                                min_trust=floor, as_of=as_of))
+
+    def chain(self, fact_id: int) -> list[Fact]:
+        """The supersession chain through ``fact_id``, oldest first; ``ToolArgumentError``
+        when there is no such fact."""
+        found = self._read(lambda c: read.chain(c, self.user_id, fact_id))
+        if not found:
+            raise ToolArgumentError(f"no fact #{fact_id} in this store; list facts to find the id")
+        return found
+
+    def why(self, fact_id: int) -> dict[str, Any]:
+        """Where ``fact_id`` came from: session, message or tool call, source kind, who,
+        when (recorded, valid from), the text it was read from, and its first revision."""
+        fact = self.get(fact_id)
+        if fact is None:
+            raise ToolArgumentError(f"no fact #{fact_id} in this store; list facts to find the id")
+        history = self.revisions(fact_id)
+        return {
+            "fact_id": fact.id, "content": fact.content, "live": fact.live,
+            "session_id": fact.session_id, "message_id": fact.message_id,
+            "source_kind": fact.source_kind, "actor": fact.actor, "speaker": fact.speaker,
+            "recorded_at": fact.recorded_at, "valid_from": fact.valid_from,
+            "valid_to": fact.valid_to, "retired_at": fact.retired_at,
+            "source_text": fact.source_text,
+            "added": history[0].to_dict() if history else None,
+        }
 
     def probe(self, entity: str, *, limit: int = 10) -> list[Fact]:
         """Live facts about ``entity`` (entity index)."""

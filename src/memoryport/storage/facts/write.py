@@ -160,13 +160,14 @@ def insert_fact(
     cursor = conn.execute(
         "INSERT INTO facts(user_id, content, content_hash, category, tags, subject, relation,"
         " qualifier, value, negated, trust_score, valid_from, recorded_at, updated_at,"
-        " session_id, message_id, source_kind, actor, speaker)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " session_id, message_id, source_kind, actor, speaker, source_text)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             user_id, item.content, content_hash(item.content), item.category, item.tags,
             t.subject, t.relation, t.qualifier, t.value, int(t.negated), trust,
             item.valid_from if item.valid_from is not None else now, now, now,
             p.session_id, p.message_id, p.source_kind, p.actor, item.speaker,
+            item.source_text[:1000],
         ),
     )
     return int(cursor.lastrowid or 0)

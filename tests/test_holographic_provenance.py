@@ -1,0 +1,102 @@
+"""Issue 13 for facts: ``as_of`` search, supersession chains (``history``), ``why`` with
+the source turn text, citations on recalled facts, and ``memoryport facts why``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from memoryport.cli import main
+from memoryport.providers.holographic import HolographicProvider
+
+MAY_1, JUNE_1, JULY_1 = 1682935200.0, 1685613600.0, 1688205600.0  # 2023, 10:00 UTC
+
+
+def _provider(home: Path) -> HolographicProvider:
+    provider = HolographicProvider()
+    provider.initialize("s1", home=str(home))
+    provider.sync_turn("Hi there. I live in Lisbon.", "", session_id="conv-lisbon-0001",
+                       speaker="user", timestamp=MAY_1, source_id="D1:1")
+    provider.sync_turn("Big news. I moved to Porto.", "", session_id="conv-porto-0002",
+                       timestamp=JUNE_1, source_id="D2:4")
+    provider.sync_turn("Update. I moved to Berlin.", "", session_id="conv-berlin-0003",
+                       timestamp=JULY_1, source_id="D3:2")
+    return provider
+
+
+def _tool(provider: HolographicProvider, **args: Any) -> dict[str, Any]:
+    return json.loads(provider.handle_tool_call("fact_store", args))  # type: ignore[no-any-return]
+
+
+def _contents(result: dict[str, Any]) -> list[str]:
+    return [r["content"] for r in result["results"]]
+
+
+def test_search_as_of_answers_what_was_believed_then(tmp_path: Path) -> None:
+    provider = _provider(tmp_path / "home")
+    assert _contents(_tool(provider, action="search", query="where do I live moved")) == [
+        "I moved to Berlin"]
+    for day, city in (("2023-05-15", "Lisbon"), ("2023-06-01", "Porto"),
+                      ("2023-07-20T00:00:00Z", "Berlin")):
+        found = _contents(_tool(provider, action="search", query="live moved", as_of=day))
+        assert len(found) == 1 and city in found[0], (day, found)
+    assert _tool(provider, action="search", query="live", as_of="2023-04-01")["count"] == 0
+    bad = _tool(provider, action="search", query="live", as_of="last tuesday")
+    assert bad["error_type"] == "ToolArgumentError" and "2024-03-01" in bad["error"]
+    provider.shutdown()
+
+
+def test_history_lists_the_supersession_chain(tmp_path: Path) -> None:
+    provider = _provider(tmp_path / "home")
+    for fact_id in (1, 2, 3):
+        result = _tool(provider, action="history", fact_id=fact_id)
+        assert [f["fact_id"] for f in result["chain"]] == [1, 2, 3] and result["count"] == 3
+    middle = _tool(provider, action="history", fact_id=2)
+    assert [r["action"] for r in middle["revisions"]] == ["add", "retire"]
+    assert _tool(provider, action="history", fact_id=99)["error_type"] == "ToolArgumentError"
+    provider.shutdown()
+
+
+def test_why_shows_provenance_and_the_source_turn(tmp_path: Path) -> None:
+    provider = _provider(tmp_path / "home")
+    why = _tool(provider, action="why", fact_id=2)
+    assert why["session_id"] == "conv-porto-0002" and why["message_id"] == "D2:4"
+    assert why["source_kind"] == "turn" and why["actor"] == "extractor"
+    assert why["source_text"] == "Big news. I moved to Porto." and why["valid_from"] == JUNE_1
+    assert why["live"] is False and why["added"]["action"] == "add"
+    added = _tool(provider, action="add", content="Dana prefers tabs")
+    tool_why = _tool(provider, action="why", fact_id=added["fact_id"])
+    assert tool_why["source_kind"] == "tool" and tool_why["actor"] == "model"
+    assert _tool(provider, action="why")["error_type"] == "ToolArgumentError"
+    provider.shutdown()
+
+
+def test_recalled_facts_carry_a_short_citation(tmp_path: Path) -> None:
+    provider = _provider(tmp_path / "home")
+    text = provider.prefetch("where do I live now? moved")
+    line = next(x for x in text.splitlines() if "Berlin" in x and "fact #" in x)
+    assert line.endswith("(2023-07-01; fact #3, turn, session conv-berlin-…)")
+    provider.shutdown()
+
+
+def test_cli_facts_why_and_search_as_of(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _provider(home).shutdown()
+    runner = CliRunner()
+    out = runner.invoke(main, ["--home", str(home), "facts", "why", "2", "--json"])
+    why = json.loads(out.output)
+    assert out.exit_code == 0 and why["source_text"] == "Big news. I moved to Porto."
+    assert [f["fact_id"] for f in why["chain"]] == [1, 2, 3]
+    out = runner.invoke(main, ["--home", str(home), "facts", "why", "2"])
+    assert "said: Big news. I moved to Porto." in out.output and "conv-porto-0002" in out.output
+    out = runner.invoke(main, ["--home", str(home), "facts", "why", "42"])
+    assert out.exit_code != 0 and "no fact #42" in out.output
+    out = runner.invoke(main, ["--home", str(home), "facts", "search", "moved", "--as-of",
+                               "2023-06-10", "--json"])
+    found = json.loads(out.output)
+    assert found["count"] == 1 and "Porto" in found["results"][0]["content"]
+    out = runner.invoke(main, ["--home", str(home), "facts", "search", "moved", "--as-of", "x"])
+    assert out.exit_code != 0 and "as_of must be a date" in out.output
