@@ -419,17 +419,33 @@ def _past_n(m: re.Match[str], anchor: date) -> tuple[Window, bool] | None:
     return (low, anchor + timedelta(days=1), precision), False
 
 
+_MONTH_WORD = rf"\b(?:{_alt(_MONTHS)})\b"
+_WD_WORD = rf"\b(?:{_alt(_WEEKDAYS)})"
 _RULES = [
-    (_AROUND, _around), (_DATE_RE, _date_rule), (_IN_YEAR, _in_year), (_IN_MONTH, _in_month),
-    (_SEASON, _season_rule), (_REL_UNIT, _rel_unit), (_OVER_WEEKEND, _over_weekend),
-    (_EARLIER, _earlier), (_WEEKDAY, _weekday), (_NAMED, _named), (_AGO, _ago),
-    (_AHEAD, _ahead), (_PAST_N, _past_n),
+    # (gate on lower-cased text, pattern, handler): a rule runs only when its gate matches
+    (rf"{_MONTH_WORD}|\d-[01]\d-", _AROUND, _around),
+    (rf"{_MONTH_WORD}|\d-[01]\d-", _DATE_RE, _date_rule),
+    (_YEAR, _IN_YEAR, _in_year),
+    (_MONTH_WORD, _IN_MONTH, _in_month),
+    (r"spring|summer|fall|autumn|winter", _SEASON, _season_rule),
+    (r"\b(?:week|month|year)", _REL_UNIT, _rel_unit),
+    (r"the weekend", _OVER_WEEKEND, _over_weekend),
+    (r"(?:earlier|later) this", _EARLIER, _earlier),
+    (_WD_WORD, _WEEKDAY, _weekday),
+    (r"yesterday|today|tonight|tomorrow|night|this (?:morn|after|even)|other day", _NAMED, _named),
+    (r"\bago\b", _AGO, _ago),
+    (r"\bin\b|from now", _AHEAD, _ahead),
+    (r"\b(?:past|last)\b", _PAST_N, _past_n),
 ]
+_GATES = [(re.compile(gate), pattern, handler) for gate, pattern, handler in _RULES]
 
 
 def _candidates(text: str, anchor: date) -> list[tuple[int, int, Window, bool]]:
     found = []
-    for pattern, handler in _RULES:
+    lower = text.lower()
+    for gate, pattern, handler in _GATES:
+        if not gate.search(lower):
+            continue
         for match in pattern.finditer(text):
             if _LOWER_MAY.search(match.group(0)):
                 continue
