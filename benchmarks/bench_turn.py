@@ -6,7 +6,10 @@ to the session store, queueing sync and next-turn recall). The setup is a real o
 built-in curated memory (with entries), the SQLite session store pre-loaded with 10k
 messages, and one trivial in-process external provider.
 
-Run: .venv/bin/python benchmarks/bench_turn.py [--turns N] [--preload N]
+``--holographic`` replaces the trivial provider with the bundled ``holographic`` one
+(every turn stored and fact-extracted, recall injected), to measure what it adds.
+
+Run: .venv/bin/python benchmarks/bench_turn.py [--turns N] [--preload N] [--holographic]
 Goal: p50 under 5 ms.
 """
 
@@ -78,11 +81,14 @@ def seed_curated(memory: Memory) -> None:
         memory.call_tool("memory", {"action": "add", "target": target, "content": text})
 
 
-def run(turns: int, messages: int) -> dict[str, Any]:
+def run(turns: int, messages: int, holographic: bool = False) -> dict[str, Any]:
     """Measure ``turns`` turns; return the JSON-ready result."""
+    from memoryport.providers.holographic import HolographicProvider
+
     with tempfile.TemporaryDirectory() as home:
         config = Config(memory=MemorySettings(nudge_interval=0))
-        memory = open_memory(home, "default", config=config, providers=[LocalFacts()],
+        provider: MemoryProvider = HolographicProvider() if holographic else LocalFacts()
+        memory = open_memory(home, "default", config=config, providers=[provider],
                              load_provider=False, platform="cli")
         memory.start_session(source="cli")
         seed_curated(memory)
@@ -100,7 +106,8 @@ def run(turns: int, messages: int) -> dict[str, Any]:
         memory.close()
     stats = summary_us(samples)
     result: dict[str, Any] = {"turns": turns, "preloaded_messages": messages,
-                              "goal_p50_ms": GOAL_P50_MS}
+                              "goal_p50_ms": GOAL_P50_MS,
+                              "provider": "holographic" if holographic else "localfacts"}
     for key in ("p50", "p95", "p99", "mean"):
         result[f"{key}_ms"] = round(stats[f"{key}_us"] / 1000, 3)
     return result
@@ -111,14 +118,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--preload", type=int, default=10_000)
+    parser.add_argument("--holographic", action="store_true",
+                        help="use the bundled holographic provider instead of the trivial one")
     args = parser.parse_args()
-    result = run(args.turns, args.preload)
-    row = {k: result[k] for k in ("turns", "preloaded_messages", "p50_ms", "p95_ms", "p99_ms",
+    result = run(args.turns, args.preload, args.holographic)
+    row = {k: result[k] for k in ("provider", "turns", "preloaded_messages", "p50_ms", "p95_ms",
+                                  "p99_ms",
                                   "mean_ms")}
     row["goal_p50_ms"] = f"< {GOAL_P50_MS}"
     row["ok"] = "yes" if result["p50_ms"] < GOAL_P50_MS else "NO"
     print_table("Memory overhead per turn (begin_turn + api_user_message + end_turn)", [row])
-    path = write_json("bench_turn", {"result": result})
+    path = write_json("bench_turn_holographic" if args.holographic else "bench_turn",
+                      {"result": result})
     print(f"\nwrote {path}")
 
 
