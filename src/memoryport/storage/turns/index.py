@@ -18,7 +18,7 @@ from pathlib import Path
 from memoryport.errors import StoreError
 from memoryport.storage.sessions.sqlite.connect import create_private_file
 from memoryport.storage.sessions.temporal import has_temporal_expression, time_hint
-from memoryport.storage.turns import schema
+from memoryport.storage.turns import schema, vectors
 from memoryport.storage.turns.rank import Components, Weights, combine, fts_query, query_words
 
 __all__ = ["MAX_LIMIT", "TurnHit", "TurnIndex", "TurnInput"]
@@ -98,9 +98,23 @@ class TurnIndex:
     connection behind a lock).
     """
 
-    def __init__(self, path: Path, *, weights: Weights | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        weights: Weights | None = None,
+        embedder: vectors.Embedder | None = None,
+        dense: bool = True,
+    ) -> None:
+        """Open (creating and migrating) the index at ``path``.
+
+        ``embedder`` gives each turn a dense vector; when it is ``None`` and ``dense`` is
+        true, the installed model of the ``embeddings`` extra is used if there is one
+        (:func:`vectors.load_default`); ``dense=False`` ranks without vectors.
+        """
         self.path = Path(path)
         self.weights = weights or Weights()
+        self.embedder = embedder if embedder is not None or not dense else vectors.load_default()
         if str(path) != ":memory:":
             create_private_file(self.path)
         self._lock = threading.Lock()
@@ -142,11 +156,18 @@ class TurnIndex:
         checked = [_check(t, i) for i, t in enumerate(turns)]
         if not checked:
             return []
+        vecs = self.embedder.embed([t.text for t in checked]) if self.embedder else None
         with self._lock:
             conn = self._conn
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 ids = self._insert(checked)
+                if vecs is not None and self.embedder is not None:
+                    conn.executemany(
+                        "INSERT INTO turn_vectors(turn_id, model, vec) VALUES (?, ?, ?)",
+                        [(i, self.embedder.name, vectors.encode(v))
+                         for i, v in zip(ids, vecs, strict=True)],
+                    )
                 conn.execute("COMMIT")
             except BaseException as exc:
                 if conn.in_transaction:
@@ -259,8 +280,9 @@ class TurnIndex:
             rows = self._candidate_rows(scope, main, blocks)
         hint = time_hint(query)
         wordset = set(words)
+        dense = self._dense(query, rows)
         parts = []
-        for row in rows:
+        for n, row in enumerate(rows):
             _, session, position, speaker, _, stamp, _, temporal = row
             named = bool(speaker) and set(query_words(speaker)) <= wordset
             parts.append(
@@ -272,9 +294,28 @@ class TurnIndex:
                     speaker=1.0 if named else 0.0,
                     window=1.0 if any(lo <= stamp < hi for lo, hi in hint.windows) else 0.0,
                     when=1.0 if hint.intent and temporal else 0.0,
+                    dense=dense[n],
                 )
             )
         return rows, parts
+
+    def _dense(
+        self, query: str, rows: list[tuple[int, str, int, str, str, float, str, int]]
+    ) -> list[float]:
+        """The ``dense`` signal of each candidate row (all 0 without an embedder)."""
+        if self.embedder is None or not rows:
+            return [0.0] * len(rows)
+        qvec = self.embedder.embed([query])[0]
+        with self._lock:
+            stored = dict(
+                self._conn.execute(
+                    "SELECT v.turn_id, v.vec FROM json_each(?) j"
+                    " CROSS JOIN turn_vectors v ON v.turn_id = j.value WHERE v.model = ?",
+                    (json.dumps([r[0] for r in rows]), self.embedder.name),
+                ).fetchall()
+            )
+        found = [stored.get(r[0]) for r in rows]
+        return vectors.dense_scores(qvec, [None if b is None else vectors.decode(b) for b in found])
 
     def _main_scores(self, match: str, scope: str) -> dict[tuple[str, int], float]:
         rows = self._conn.execute(

@@ -12,7 +12,9 @@ the query (so each lies in 0..1), multiplied by its weight and summed:
 * ``speaker``: 1 when the query names the turn's speaker ("What did Caroline ...");
 * ``window``: 1 when the turn's timestamp lies in a date window the query names, and
   ``when``: 1 when the query asks "when/how long" and the turn mentions a time — both
-  from :mod:`memoryport.storage.sessions.temporal`, shared with the session store.
+  from :mod:`memoryport.storage.sessions.temporal`, shared with the session store;
+* ``dense``: with the ``embeddings`` extra, the query-turn cosine similarity z-scored over
+  the candidates and clipped at 0 (:mod:`.vectors`); 0 without it.
 
 The default weights are the midpoint of the weights fitted on each half of the LoCoMo dev
 file (conversations 0-3 and 4-6; each fit scored on the other half:
@@ -45,6 +47,7 @@ class Weights:
     speaker: float = 0.75
     window: float = 1.5
     when: float = 0.5
+    dense: float = 0.5
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -64,6 +67,7 @@ class Components:
     speaker: float
     window: float
     when: float
+    dense: float = 0.0
 
 
 def query_words(query: str) -> list[str]:

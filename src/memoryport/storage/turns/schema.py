@@ -19,6 +19,9 @@ Tables:
   :data:`BLOCK_TURNS` consecutive turns (so appending to a long session re-indexes at
   most one block), rowid = block id; contentless too (a block's old text is rebuilt from
   ``turns`` to delete it).
+* ``turn_vectors``: the turn's dense vector (float32 BLOB) and the model that made it,
+  written in the same transaction as the turn when the ``embeddings`` extra and its model
+  are installed (:mod:`.vectors`); turns stored without one simply have no row.
 """
 
 from __future__ import annotations
@@ -83,7 +86,19 @@ def m001_turns(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[tuple[str, Migration]] = [("m001_turns", m001_turns)]
+def m002_turn_vectors(conn: sqlite3.Connection) -> None:
+    """Optional dense vectors (the ``embeddings`` extra): one float32 BLOB per turn and
+    the name of the model that made it."""
+    conn.execute(
+        "CREATE TABLE turn_vectors (turn_id INTEGER PRIMARY KEY, model TEXT NOT NULL,"
+        " vec BLOB NOT NULL)"
+    )
+
+
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("m001_turns", m001_turns),
+    ("m002_turn_vectors", m002_turn_vectors),
+]
 
 
 class Ledger:
