@@ -123,15 +123,9 @@ def import_sessions(
     deferred: list[MessageRecord] = []
     total = sum(len(items) for _, items in entries)
     for session, items in entries:
-        exists = cur.execute(q("SELECT 1 FROM {s}.sessions WHERE id = %s"), (session.id,))
-        if exists.fetchone() is not None:
-            if on_conflict == "error":
-                raise StoreError(f"session {session.id!r} already exists")
-            if on_conflict == "skip":
-                skipped += 1
-                continue
-            cur.execute(q("DELETE FROM {s}.messages WHERE session_id = %s"), (session.id,))
-            cur.execute(q("DELETE FROM {s}.sessions WHERE id = %s"), (session.id,))
+        if not _make_room(cur, q, session.id, on_conflict):
+            skipped += 1
+            continue
         values = session_values(session)
         cur.execute(
             q(
@@ -156,6 +150,22 @@ def import_sessions(
         row = cur.execute(insert_new_id, message_values(m.session_id, m, m.timestamp)).fetchone()
         _events(cur, q, int(row[0]) if row else 0, m)
     return ImportReport(imported, skipped, messages)
+
+
+def _make_room(
+    cur: Cursor, q: Callable[[str], sql.Composed], session_id: str, on_conflict: str
+) -> bool:
+    """Apply ``on_conflict`` to an existing session; False when it is to be skipped."""
+    exists = cur.execute(q("SELECT 1 FROM {s}.sessions WHERE id = %s"), (session_id,))
+    if exists.fetchone() is None:
+        return True
+    if on_conflict == "error":
+        raise StoreError(f"session {session_id!r} already exists")
+    if on_conflict == "skip":
+        return False
+    cur.execute(q("DELETE FROM {s}.messages WHERE session_id = %s"), (session_id,))
+    cur.execute(q("DELETE FROM {s}.sessions WHERE id = %s"), (session_id,))
+    return True
 
 
 def _events(
