@@ -152,3 +152,106 @@ def test_bad_anchor_is_a_clear_error(anchor: float) -> None:
 def test_result_type() -> None:
     (expr,) = resolve("yesterday", at(THU))
     assert isinstance(expr, TimeExpr) and expr.end - expr.start == pytest.approx(86400, abs=3600)
+
+
+# --------------------------------------------------------------------------- fast paths
+# resolve() rejects most text with one byte translation and a set lookup, picks rules by
+# the whole words a text holds, and runs lower-case patterns on lower-cased text. These
+# tests pin that the results equal the plain reading: every rule's gate on the lower-cased
+# text, then its IGNORECASE pattern on the text itself.
+
+
+def reference(text: str, anchor: float) -> list[tuple[str, float, float, str, tuple[int, int]]]:
+    """resolve() without the fast paths (gates and IGNORECASE patterns on every text)."""
+    from memoryport.storage import timeexpr as te
+
+    day = datetime.fromtimestamp(anchor).date()
+    if not text or not any(g[0].search(text.lower()) for g in te._GATES):
+        return []
+    cands = []
+    for gate, _words, _also, pattern, _lower, handler in te._GATES:
+        if not gate.search(text.lower()):
+            continue
+        for m in pattern.finditer(text):
+            if te._LOWER_MAY.search(m.group(0)):
+                continue
+            try:
+                got = handler(m, day)
+            except (ValueError, OverflowError, KeyError):
+                continue
+            if got is not None:
+                cands.append((m.start(), m.end(), got[0]))
+    chosen: list[tuple[int, int, tuple[object, ...]]] = []
+    for c in sorted(cands, key=lambda c: (c[0] - c[1], c[0])):
+        if all(c[1] <= o[0] or o[1] <= c[0] for o in chosen):
+            chosen.append(c)
+    out = []
+    for begin, finish, (low, high, precision) in sorted(chosen, key=lambda c: c[0]):
+        since = te._SINCE.search(text, 0, begin)
+        if since and low <= day:
+            begin, high = since.start(), max(high, day + te.timedelta(days=1))
+        out.append((text[begin:finish], te._epoch(low), te._epoch(high), precision,
+                    (begin, finish)))
+    return out
+
+
+def variants() -> list[str]:
+    import random
+
+    rng = random.Random(3)
+    phrases = [row[0] for row in TABLE] + [
+        "I may go", "May 7", "this  morning", "this\nmorning", "in  two\n days", "since\nMarch",
+        "2023-11-16", "x2023-11-16", "wedding", "sunny", "the day before 3 decks", "Sept 3rd",
+    ]
+    fillers = ["the", "we", "went", ",", ".", "caf\u00e9", "\u2019", "\u6771\u4eac",
+               "\u0130stanbul", "\u017fince", "\u0131n", "\u212aelvin", "in", "last", "this",
+               "ago", "day", "1999"]
+    out = []
+    for _ in range(3000):
+        parts = [rng.choice(fillers) if rng.random() < 0.5 else rng.choice(phrases)
+                 for _ in range(rng.randint(1, 6))]
+        text = rng.choice([" ", "  ", "\n", ", "]).join(parts)
+        out.append(rng.choice([text, text.upper(), text.title()]))
+    return out
+
+
+@pytest.mark.parametrize("anchor", [THU, MON, SUN, "2024-02-29"])
+def test_fast_paths_equal_the_plain_reading(anchor: str) -> None:
+    for text in variants():
+        got = [(e.words, e.start, e.end, e.precision, e.span) for e in resolve(text, at(anchor))]
+        assert got == reference(text, at(anchor)), text
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("caf\u00e9 \u2013 yesterday we met", ["yesterday"]),  # not ASCII, lines up
+        ("\u0130stanbul last week, then yesterday", ["last week", "yesterday"]),  # İ -> i̇
+        ("\u017fince March", ["\u017fince March"]),  # IGNORECASE reads ſ as s
+        ("\u0131n 2022", ["\u0131n 2022"]),  # ... and ı as i
+        ("\u212aELVIN: LAST WEEK", ["LAST WEEK"]),
+        ("ON 2023-11-16 AND SINCE  MARCH", ["2023-11-16", "SINCE  MARCH"]),
+        ("the wedding was sunny", []),  # "wed", "sun" are not weekdays here
+    ],
+)
+def test_case_and_unicode_spans(text: str, words: list[str]) -> None:
+    found = resolve(text, at(THU))
+    assert [e.words for e in found] == words
+    assert all(text[e.span[0] : e.span[1]] == e.words for e in found)
+    assert [(e.words, e.start, e.end) for e in found] == [
+        (r[0], r[1], r[2]) for r in reference(text, at(THU))
+    ]
+
+
+@pytest.mark.parametrize("anchor", [0.0, 1e10, 1_700_000_000, -86400.0 * 400])
+def test_anchors_outside_the_common_range_still_resolve(anchor: float) -> None:
+    (expr,) = resolve("yesterday", anchor)
+    day = datetime.fromtimestamp(anchor).date()
+    assert ymd(expr.end) == day.isoformat()
+
+
+def test_bad_anchor_is_an_error_even_without_time_words() -> None:
+    with pytest.raises(ValueError, match="anchor must be a finite epoch time"):
+        resolve("no time words here", float("nan"))
+    with pytest.raises(ValueError, match="anchor must be a finite epoch time"):
+        resolve("", "yesterday")  # type: ignore[arg-type]

@@ -30,6 +30,7 @@ returns points rather than windows with a precision, and does not parse "the wee
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Literal
@@ -73,15 +74,11 @@ _MONTH_NAMES = [
     ("december", "dec"),
 ]
 _MONTHS = {name: n for n, names in enumerate(_MONTH_NAMES, start=1) for name in names}
-_WEEKDAYS = {
-    name: n
-    for n, names in enumerate(
-        [("monday", "mon"), ("tuesday", "tues", "tue"), ("wednesday", "wed"),
-         ("thursday", "thurs", "thu"), ("friday", "fri"), ("saturday", "sat"),
-         ("sunday", "sun")]
-    )
-    for name in names
-}
+_WEEKDAY_NAMES = [
+    ("monday", "mon"), ("tuesday", "tues", "tue"), ("wednesday", "wed"),
+    ("thursday", "thurs", "thu"), ("friday", "fri"), ("saturday", "sat"), ("sunday", "sun"),
+]
+_WEEKDAYS = {name: n for n, names in enumerate(_WEEKDAY_NAMES) for name in names}
 _SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
 _NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
@@ -95,7 +92,8 @@ def _alt(names: object) -> str:
 
 
 _MON = rf"(?:{_alt(_MONTHS)})\.?"
-_WD = rf"(?:{_alt(['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'])})"
+_WD_NAMES = frozenset(names[0] for names in _WEEKDAY_NAMES)
+_WD = rf"(?:{_alt(_WD_NAMES)})"
 _DAYN = r"(?:[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?:19|20)\d\d"
 _NUM = rf"(?:\d{{1,3}}|{_alt(_NUMBERS)})"
@@ -109,17 +107,21 @@ _DATE = (
     rf"|{_MON},?\s+(?:of\s+)?{_YEAR})"
 )
 
-_TRIGGER = re.compile(
-    rf"\b(?:{_alt(_MONTHS)}|{_alt(_WEEKDAYS)}|{_alt(_SEASONS)}|today|tonight|yesterday"
-    r"|tomorrow|night|morning|afternoon|evening|ago|weeks?|weekends?|months?|years?|days?|since"
-    rf"|{_YEAR})\b|\d-[01]\d-"
+_WORDS = frozenset(
+    [*_MONTHS, *_WEEKDAYS, *_SEASONS, "today", "tonight", "yesterday", "tomorrow", "night",
+     "morning", "afternoon", "evening", "ago", "week", "weeks", "weekend", "weekends", "month",
+     "months", "year", "years", "day", "days", "since"]
 )
-"""Cheap pre-check on lower-cased text: no match means no expression."""
+"""The words (whole words, lower case) at least one of which every expression contains."""
+
+
+_ISO_GATE = re.compile(r"\d-[01]\d-")
+"""The middle of an ISO date (``2023-11-16``)."""
 
 
 def has_time_words(text: str) -> bool:
     """True when ``text`` has a word any expression needs (a fast pre-check)."""
-    return _TRIGGER.search(text.lower()) is not None
+    return _scan(text) is not None
 
 
 # --------------------------------------------------------------------------- calendar
@@ -242,7 +244,6 @@ def _last_month(anchor: date, month: int, *, this_year_ok: bool) -> int:
 
 # --------------------------------------------------------------------------- rules
 Window = tuple[date, date, Precision]
-_Rule = tuple[re.Pattern[str], str]
 
 _AROUND = re.compile(
     rf"\b(?:the\s+)?(?P<what>day|week|weekend|month|year|{_WD})\s+"
@@ -421,33 +422,119 @@ def _past_n(m: re.Match[str], anchor: date) -> tuple[Window, bool] | None:
 
 _MONTH_WORD = rf"\b(?:{_alt(_MONTHS)})\b"
 _WD_WORD = rf"\b(?:{_alt(_WEEKDAYS)})"
-_RULES = [
-    # (gate on lower-cased text, pattern, handler): a rule runs only when its gate matches
-    (rf"{_MONTH_WORD}|\d-[01]\d-", _AROUND, _around),
-    (rf"{_MONTH_WORD}|\d-[01]\d-", _DATE_RE, _date_rule),
-    (_YEAR, _IN_YEAR, _in_year),
-    (_MONTH_WORD, _IN_MONTH, _in_month),
-    (r"spring|summer|fall|autumn|winter", _SEASON, _season_rule),
-    (r"\b(?:week|month|year)", _REL_UNIT, _rel_unit),
-    (r"the weekend", _OVER_WEEKEND, _over_weekend),
-    (r"(?:earlier|later) this", _EARLIER, _earlier),
-    (_WD_WORD, _WEEKDAY, _weekday),
-    (r"yesterday|today|tonight|tomorrow|night|this (?:morn|after|even)|other day", _NAMED, _named),
-    (r"\bago\b", _AGO, _ago),
-    (r"\bin\b|from now", _AHEAD, _ahead),
-    (r"\b(?:past|last)\b", _PAST_N, _past_n),
+_UNITS = frozenset({"day", "days", "week", "weeks", "month", "months", "year", "years"})
+_YEARS = frozenset(str(year) for year in range(1900, 2100))
+_RELS = frozenset({"this", "last", "next", "past", "coming"})
+_ISO = "0-00-"
+"""Stands in the word set of a text with an ISO date middle (a string no word can be)."""
+_DATED = frozenset({*_MONTHS, _ISO})
+_ALSO = True  # in ``_RULES``: ASCII text must pass the gate as well as hold the words
+_HandlerT = Callable[[re.Match[str], date], tuple[Window, bool] | None]
+# (gate, words, also, pattern, handler). Any text: the rule runs when its gate matches the
+# lower-cased text. ASCII text: when the text holds one word of each set of ``words`` (whole
+# words, lower case; every match of the pattern contains them, and they imply the gate
+# unless ``also``), and the pattern runs without IGNORECASE on the lower-cased text.
+_RULES: list[tuple[str, tuple[frozenset[str], ...], bool, re.Pattern[str], _HandlerT]] = [
+    (rf"{_MONTH_WORD}|\d-[01]\d-", (_DATED, frozenset({"before", "after", "prior", "of"}),
+     frozenset({"day", "week", "weekend", "month", "year", *_WD_NAMES})), False, _AROUND, _around),
+    (rf"{_MONTH_WORD}|\d-[01]\d-", (_DATED,), False, _DATE_RE, _date_rule),
+    (_YEAR, (_YEARS, frozenset({"in", "since", "during", "of", "by", "early", "late", "mid",
+                                "around", "throughout"})), False, _IN_YEAR, _in_year),
+    (_MONTH_WORD, (frozenset(names[0] for names in _MONTH_NAMES), _RELS | {
+        "in", "since", "during", "early", "late", "mid", "end", "beginning", "start"}),
+     False, _IN_MONTH, _in_month),
+    (r"spring|summer|fall|autumn|winter", (frozenset(_SEASONS), _RELS | {"in", "during", "over"}),
+     False, _SEASON, _season_rule),
+    (r"\b(?:week|month|year)", (frozenset({"week", "weekend", "month", "year"}), _RELS | {
+        "previous", "following"}), False, _REL_UNIT, _rel_unit),
+    (r"the weekend", (frozenset({"weekend"}), frozenset({"the"})), _ALSO, _OVER_WEEKEND,
+     _over_weekend),
+    (r"(?:earlier|later) this", (frozenset({"week", "month", "year"}), frozenset({
+        "earlier", "later"})), _ALSO, _EARLIER, _earlier),
+    (_WD_WORD, (_WD_NAMES, _RELS | {"on"}), False, _WEEKDAY, _weekday),
+    (r"yesterday|today|tonight|tomorrow|night|this (?:morn|after|even)|other day", (frozenset({
+        "yesterday", "tomorrow", "day", "night", "today", "tonight", "morning", "afternoon",
+        "evening"}),), _ALSO, _NAMED, _named),
+    (r"\bago\b", (frozenset({"ago"}), _UNITS), False, _AGO, _ago),
+    (r"\bin\b|from now", (_UNITS, frozenset({"in", "now"})), _ALSO, _AHEAD, _ahead),
+    (r"\b(?:past|last)\b", (_UNITS, frozenset({"past", "last"})), False, _PAST_N, _past_n),
 ]
-_GATES = [(re.compile(gate), pattern, handler) for gate, pattern, handler in _RULES]
+_SINCE_WORD = frozenset({"since"})
+_NEED_BITS = {
+    need: 1 << bit
+    for bit, need in enumerate(dict.fromkeys([_SINCE_WORD, *(n for r in _RULES for n in r[1])]))
+}
+_VOCAB = {
+    word.encode(): sum(b for need, b in _NEED_BITS.items() if word in need)
+    for word in frozenset().union(*_NEED_BITS)
+}
+"""Each word any rule needs (bytes, lower case) and the bits of the word sets it belongs to."""
+_GATES = [
+    (re.compile(gate), sum(_NEED_BITS[n] for n in needs), also, pattern,
+     re.compile(pattern.pattern), handler)
+    for gate, needs, also, pattern, handler in _RULES
+]
+"""Per rule: gate, the bits of its word sets, also, the pattern, the same for lower-cased ASCII."""
+
+# ASCII text, lower-cased with every non-word character made a space, splits into its words
+_ASCII_WORDS = bytes(
+    ord(chr(c).lower()) if c < 128 and re.match(r"\w", chr(c)) else 32 for c in range(256)
+)
+_NEEDLES = frozenset(w.encode() for w in _WORDS | _YEARS)
+_WORD_RUN = re.compile(r"\w+")
+_NEEDLES_STR = _WORDS | _YEARS
+_VOCAB_STR = {word.decode(): bits for word, bits in _VOCAB.items()}
+_ISO_BIT = _VOCAB[_ISO.encode()]
+_FOLDS_TO_ASCII = ("\u0131", "\u017f")
+"""Lower-case letters that IGNORECASE matches to another letter (dotless i, long s)."""
 
 
-def _candidates(text: str, anchor: date) -> list[tuple[int, int, Window, bool]]:
-    found = []
+def _scan(text: str) -> tuple[str, int | None] | None:
+    """``(lower, held)`` when ``text`` may hold an expression, else None (one cheap pass).
+
+    ``held`` has the bit of every word set (``_NEED_BITS``) the text has a whole word of,
+    counting an ISO date middle as the word ``_ISO``. It is None when the lower-cased text
+    does not line up with the text character for character, or holds a letter that
+    IGNORECASE matches to another one: only then do rules run on the text as it is.
+    """
+    if text.isascii():
+        words = text.encode().translate(_ASCII_WORDS).split()
+        iso = "-" in text and _ISO_GATE.search(text) is not None
+        if not iso and _NEEDLES.isdisjoint(words):
+            return None
+        held = _ISO_BIT if iso else 0
+        for word in _VOCAB.keys() & words:
+            held |= _VOCAB[word]
+        return text.lower(), held
     lower = text.lower()
-    for gate, pattern, handler in _GATES:
-        if not gate.search(lower):
-            continue
-        for match in pattern.finditer(text):
-            if _LOWER_MAY.search(match.group(0)):
+    runs = _WORD_RUN.findall(lower)
+    iso = "-" in lower and _ISO_GATE.search(lower) is not None
+    if not iso and _NEEDLES_STR.isdisjoint(runs):
+        return None
+    if len(lower) != len(text) or any(c in lower for c in _FOLDS_TO_ASCII):
+        return lower, None
+    held = _ISO_BIT if iso else 0
+    for run in _VOCAB_STR.keys() & runs:
+        held |= _VOCAB_STR[run]
+    return lower, held
+
+
+def _candidates(
+    text: str, lower: str, held: int | None, anchor: date
+) -> list[tuple[int, int, Window, bool]]:
+    found = []
+    may = "may" in text
+    for gate, needs, also, pattern, lower_pattern, handler in _GATES:
+        if held is None:
+            if not gate.search(lower):
+                continue
+            matches = pattern.finditer(text)
+        else:
+            if held & needs != needs or (also and not gate.search(lower)):
+                continue
+            matches = lower_pattern.finditer(lower)
+        for match in matches:
+            if may and _LOWER_MAY.search(text[match.start() : match.end()]):
                 continue
             try:
                 resolved = handler(match, anchor)
@@ -458,6 +545,19 @@ def _candidates(text: str, anchor: date) -> list[tuple[int, int, Window, bool]]:
     return found
 
 
+_SAFE_ANCHORS = (86400.0 * 2, 2.0**31 - 1)
+"""Epoch seconds (1970-2038) that name a local date on every platform: checked lazily."""
+
+
+def _day_of(anchor: float) -> date:
+    try:
+        return datetime.fromtimestamp(anchor).date()
+    except (OverflowError, OSError, ValueError, TypeError) as exc:
+        raise ValueError(
+            f"anchor must be a finite epoch time in seconds (got {anchor!r})"
+        ) from exc
+
+
 def resolve(text: str, anchor: float) -> list[TimeExpr]:
     """Every time expression in ``text``, resolved against ``anchor`` (epoch seconds).
 
@@ -466,21 +566,21 @@ def resolve(text: str, anchor: float) -> list[TimeExpr]:
     expressions in text order. Raises ``ValueError`` when ``anchor`` is not a finite
     time that local dates can represent.
     """
-    try:
-        day = datetime.fromtimestamp(anchor).date()
-    except (OverflowError, OSError, ValueError, TypeError) as exc:
-        raise ValueError(
-            f"anchor must be a finite epoch time in seconds (got {anchor!r})"
-        ) from exc
-    if not text or not has_time_words(text):
+    if type(anchor) not in (float, int) or not _SAFE_ANCHORS[0] < anchor < _SAFE_ANCHORS[1]:
+        _day_of(anchor)  # raises for an anchor that is not a usable time
+    scanned = _scan(text) if text else None
+    if scanned is None:
         return []
+    lower, held = scanned
+    day = _day_of(anchor)
     chosen: list[tuple[int, int, Window, bool]] = []
-    for cand in sorted(_candidates(text, day), key=lambda c: (c[0] - c[1], c[0])):
+    for cand in sorted(_candidates(text, lower, held, day), key=lambda c: (c[0] - c[1], c[0])):
         if all(cand[1] <= c[0] or c[1] <= cand[0] for c in chosen):
             chosen.append(cand)
     out = []
+    maybe_since = held is None or held & _NEED_BITS[_SINCE_WORD]
     for begin, finish, (low, high, precision), absolute in sorted(chosen, key=lambda c: c[0]):
-        since = _SINCE.search(text, 0, begin)
+        since = _SINCE.search(text, 0, begin) if maybe_since else None
         if since and low <= day:
             begin, high = since.start(), max(high, day + timedelta(days=1))
         try:
