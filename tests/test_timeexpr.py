@@ -205,7 +205,7 @@ def variants() -> list[str]:
     ]
     fillers = ["the", "we", "went", ",", ".", "caf\u00e9", "\u2019", "\u6771\u4eac",
                "\u0130stanbul", "\u017fince", "\u0131n", "\u212aelvin", "in", "last", "this",
-               "ago", "day", "1999"]
+               "ago", "day", "1999", "20\u0662\u0663", "\u0663"]
     out = []
     for _ in range(3000):
         parts = [rng.choice(fillers) if rng.random() < 0.5 else rng.choice(phrases)
@@ -232,6 +232,9 @@ def test_fast_paths_equal_the_plain_reading(anchor: str) -> None:
         ("\u212aELVIN: LAST WEEK", ["LAST WEEK"]),
         ("ON 2023-11-16 AND SINCE  MARCH", ["2023-11-16", "SINCE  MARCH"]),
         ("the wedding was sunny", []),  # "wed", "sun" are not weekdays here
+        ("in 20\u0662\u0663", ["in 20\u0662\u0663"]),  # \d reads other digits: a year
+        ("caf\u00e9 since 19\u0669\u0669, in \u0663 days", ["since 19\u0669\u0669",
+                                                          "in \u0663 days"]),
     ],
 )
 def test_case_and_unicode_spans(text: str, words: list[str]) -> None:

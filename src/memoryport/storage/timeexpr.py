@@ -485,6 +485,8 @@ _WORD_RUN = re.compile(r"\w+")
 _NEEDLES_STR = _WORDS | _YEARS
 _VOCAB_STR = {word.decode(): bits for word, bits in _VOCAB.items()}
 _ISO_BIT = _VOCAB[_ISO.encode()]
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
+_YEAR_WORD = re.compile(rf"\b{_YEAR}\b")
 _FOLDS_TO_ASCII = ("\u0131", "\u017f")
 """Lower-case letters that IGNORECASE matches to another letter (dotless i, long s)."""
 
@@ -509,9 +511,10 @@ def _scan(text: str) -> tuple[str, int | None] | None:
     lower = text.lower()
     runs = _WORD_RUN.findall(lower)
     iso = "-" in lower and _ISO_GATE.search(lower) is not None
-    if not iso and _NEEDLES_STR.isdisjoint(runs):
+    digits = _OTHER_DIGIT.search(lower) is not None  # "20\u0662\u0663" is a year too
+    if not iso and _NEEDLES_STR.isdisjoint(runs) and not (digits and _YEAR_WORD.search(lower)):
         return None
-    if len(lower) != len(text) or any(c in lower for c in _FOLDS_TO_ASCII):
+    if digits or len(lower) != len(text) or any(c in lower for c in _FOLDS_TO_ASCII):
         return lower, None
     held = _ISO_BIT if iso else 0
     for run in _VOCAB_STR.keys() & runs:
