@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -258,3 +259,31 @@ def test_bad_anchor_is_an_error_even_without_time_words() -> None:
         resolve("no time words here", float("nan"))
     with pytest.raises(ValueError, match="anchor must be a finite epoch time"):
         resolve("", "yesterday")  # type: ignore[arg-type]
+
+
+def test_import_writes_each_sessions_events_once_on_its_own_messages(tmp_path: Path) -> None:
+    import io
+
+    from memoryport.storage.sessions.sqlite import SQLiteSessionStore
+
+    source = SQLiteSessionStore(tmp_path / "a.db")
+    for n, (first, second) in enumerate([("yesterday we met", "plain"), ("x", "last week")]):
+        sid = source.create_session(f"s{n}", source="cli").id
+        source.append_messages(sid, [
+            {"role": "user", "content": first, "timestamp": at(THU)},
+            {"role": "assistant", "content": second, "timestamp": at(THU) + 1},
+        ])
+    out = io.StringIO()
+    source.export_jsonl(out)
+    target = SQLiteSessionStore(tmp_path / "b.db")
+    for _ in range(2):  # the second import replaces both sessions: no events left behind
+        target.import_jsonl(out.getvalue().splitlines(), on_conflict="replace")
+    rows = target.conn.execute(
+        "SELECT m.content, e.words, e.precision FROM message_events e"
+        " JOIN messages m ON m.id = e.message_id ORDER BY m.id"
+    ).fetchall()
+    assert [tuple(r) for r in rows] == [("yesterday we met", "yesterday", "day"),
+                                       ("last week", "last week", "week")]
+    assert target.conn.execute("SELECT count(*) FROM message_events").fetchone()[0] == 2
+    source.close()
+    target.close()

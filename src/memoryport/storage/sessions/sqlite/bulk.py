@@ -28,7 +28,7 @@ from memoryport.storage.sessions.rows import (
     session_values,
 )
 from memoryport.storage.sessions.sqlite.dialect import INSERT_SESSION, scope_sql
-from memoryport.storage.sessions.temporal import event_rows
+from memoryport.storage.sessions.temporal import EventRow, event_rows
 
 __all__ = ["export_sessions", "import_entries", "prune_empty", "rebuild_indexes"]
 
@@ -102,14 +102,15 @@ def import_entries(
             conn.execute("DELETE FROM messages WHERE session_id = ?", (session.id,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (session.id,))
         conn.execute(INSERT_SESSION, session_values(session))
+        events: list[EventRow] = []  # written once per session, in the same transaction
         for m in items:
             taken = conn.execute("SELECT 1 FROM messages WHERE id = ?", (m.id,)).fetchone()
             values = message_values(session.id, m, m.timestamp)
             cjk = int(has_cjk(m.content))
             cursor = conn.execute(insert_message, (None if taken else m.id, *values, cjk))
-            events = event_rows(int(cursor.lastrowid or 0), m.content, m.timestamp)
-            if events:
-                conn.executemany("INSERT INTO message_events VALUES (?, ?, ?, ?, ?)", events)
+            events.extend(event_rows(int(cursor.lastrowid or 0), m.content, m.timestamp))
+        if events:
+            conn.executemany("INSERT INTO message_events VALUES (?, ?, ?, ?, ?)", events)
         imported += 1
         messages += len(items)
         if progress is not None:
