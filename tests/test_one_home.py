@@ -201,3 +201,40 @@ def test_the_cli_offers_the_sort_orders(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "'relevance', 'newest', 'oldest'" in result.output
+
+
+def _holders(text: str) -> set[str]:
+    return {
+        str(p.relative_to(SRC)) for p in sorted(SRC.rglob("*.py")) if text in p.read_text("utf-8")
+    }
+
+
+def test_sqlite_storage_setup_is_written_once(tmp_path: Path) -> None:
+    """The SQLite migration ledger (sessions, facts, turns), the month-name table (the
+    time resolver and the session re-ranker) and private database-file creation (the
+    session store and the fact store) each had copies; one home each now."""
+    import sqlite3
+
+    from memoryport.storage import timeexpr
+    from memoryport.storage.facts import migrations as fact_migrations
+    from memoryport.storage.facts.store import FactStore
+    from memoryport.storage.sessions import temporal
+    from memoryport.storage.turns import schema as turn_schema
+
+    assert _holders("applied_at REAL NOT NULL") == {"storage/sqlite_ledger.py"}
+    assert _holders('"september"') == {"storage/timeexpr.py"}
+    assert _holders("os.O_EXCL, 0o600") == {
+        "storage/sessions/sqlite/connect.py",
+        "storage/markdown.py",  # a unique temp file, not a database
+    }
+    assert temporal.MONTHS is timeexpr.MONTHS
+    assert temporal.has_temporal_expression("back in sept") is True
+    store = FactStore(tmp_path / "h" / "holographic.db")
+    store.close()
+    assert (tmp_path / "h" / "holographic.db").stat().st_mode & 0o777 == 0o600
+    conn = sqlite3.connect(tmp_path / "h" / "holographic.db", isolation_level=None)
+    assert turn_schema.migrate(conn) == [name for name, _ in turn_schema.MIGRATIONS]
+    assert fact_migrations.applied(conn) == [name for name, _ in fact_migrations.MIGRATIONS]
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"_migrations_facts", "_turns_migrations"} <= tables
+    conn.close()

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Literal
 
-__all__ = ["PRECISIONS", "Precision", "TimeExpr", "has_time_words", "resolve"]
+__all__ = ["MONTHS", "PRECISIONS", "Precision", "TimeExpr", "has_time_words", "resolve"]
 
 Precision = Literal["day", "week", "month", "year"]
 PRECISIONS: tuple[Precision, ...] = ("day", "week", "month", "year")
@@ -78,7 +78,8 @@ _MONTH_NAMES = [
     ("november", "nov"),
     ("december", "dec"),
 ]
-_MONTHS = {name: n for n, names in enumerate(_MONTH_NAMES, start=1) for name in names}
+MONTHS = {name: n for n, names in enumerate(_MONTH_NAMES, start=1) for name in names}
+"""Month name or abbreviation (lower case) -> month number, 1-12."""
 _WEEKDAY_NAMES = [
     ("monday", "mon"), ("tuesday", "tues", "tue"), ("wednesday", "wed"),
     ("thursday", "thurs", "thu"), ("friday", "fri"), ("saturday", "sat"), ("sunday", "sun"),
@@ -96,7 +97,7 @@ def _alt(names: object) -> str:
     return "|".join(sorted(map(str, names), key=len, reverse=True))  # type: ignore[call-overload]
 
 
-_MON = rf"(?:{_alt(_MONTHS)})\.?"
+_MON = rf"(?:{_alt(MONTHS)})\.?"
 _WD_NAMES = frozenset(names[0] for names in _WEEKDAY_NAMES)
 _WD = rf"(?:{_alt(_WD_NAMES)})"
 _DAYN = r"(?:[0-3]?\d)(?:st|nd|rd|th)?"
@@ -113,7 +114,7 @@ _DATE = (
 )
 
 _WORDS = frozenset(
-    [*_MONTHS, *_WEEKDAYS, *_SEASONS, "today", "tonight", "yesterday", "tomorrow", "night",
+    [*MONTHS, *_WEEKDAYS, *_SEASONS, "today", "tonight", "yesterday", "tomorrow", "night",
      "morning", "afternoon", "evening", "ago", "week", "weeks", "weekend", "weekends", "month",
      "months", "year", "years", "day", "days", "since"]
 )
@@ -198,7 +199,7 @@ def _number(words: str) -> int:
 
 
 def _month_of(name: str) -> int:
-    return _MONTHS[name.lower().rstrip(".")]
+    return MONTHS[name.lower().rstrip(".")]
 
 
 def _date_in(words: str, anchor: date) -> tuple[date, date, Precision, bool] | None:
@@ -210,7 +211,7 @@ def _date_in(words: str, anchor: date) -> tuple[date, date, Precision, bool] | N
         return start, start + timedelta(days=1), "day", True
     parts = [p for p in text.split() if p != "of"]
     year = next((int(p) for p in parts if re.fullmatch(_YEAR, p)), None)
-    month = next((_month_of(p) for p in parts if p.rstrip(".") in _MONTHS), None)
+    month = next((_month_of(p) for p in parts if p.rstrip(".") in MONTHS), None)
     day_no = next(
         (int(re.sub(r"\D", "", p)) for p in parts if re.fullmatch(_DAYN, p) and len(p) <= 4
          and not re.fullmatch(_YEAR, p)),
@@ -425,14 +426,14 @@ def _past_n(m: re.Match[str], anchor: date) -> tuple[Window, bool] | None:
     return (low, anchor + timedelta(days=1), precision), False
 
 
-_MONTH_WORD = rf"\b(?:{_alt(_MONTHS)})\b"
+_MONTH_WORD = rf"\b(?:{_alt(MONTHS)})\b"
 _WD_WORD = rf"\b(?:{_alt(_WEEKDAYS)})"
 _UNITS = frozenset({"day", "days", "week", "weeks", "month", "months", "year", "years"})
 _YEARS = frozenset(str(year) for year in range(1900, 2100))
 _RELS = frozenset({"this", "last", "next", "past", "coming"})
 _ISO = "0-00-"
 """Stands in the word set of a text with an ISO date middle (a string no word can be)."""
-_DATED = frozenset({*_MONTHS, _ISO})
+_DATED = frozenset({*MONTHS, _ISO})
 _ALSO = True  # in ``_RULES``: ASCII text must pass the gate as well as hold the words
 _HandlerT = Callable[[re.Match[str], date], tuple[Window, bool] | None]
 # (gate, words, also, pattern, handler). Any text: the rule runs when its gate matches the

@@ -27,10 +27,10 @@ Schema (designed for provenance, history and temporal validity as well):
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from memoryport.storage.sessions import migrate as runner
+from memoryport.storage.sqlite_ledger import ConnLedger
 
 __all__ = ["LEDGER_TABLE", "MIGRATIONS", "applied", "migrate", "pending"]
 
@@ -154,55 +154,14 @@ def m002_source_text(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE facts ADD COLUMN source_text TEXT NOT NULL DEFAULT ''")
 
 
-class _Ledger:
-    """The runner's view of ``_migrations_facts`` on one connection."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def done(self) -> set[str]:
-        try:
-            rows = self._conn.execute(f"SELECT name FROM {LEDGER_TABLE}").fetchall()
-        except sqlite3.OperationalError:
-            return set()
-        return {row[0] for row in rows}
-
-    @contextmanager
-    def transaction(self, name: str) -> Iterator[None]:
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {LEDGER_TABLE}"
-                " (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
-            )
-            yield
-            self._conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
-            raise runner.failed(name, exc) from exc
-        except BaseException:
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
-            raise
-
-    def run(self, step: Migration) -> None:
-        step(self._conn)
-
-    def record(self, name: str, applied_at: float) -> None:
-        self._conn.execute(
-            f"INSERT INTO {LEDGER_TABLE}(name, applied_at) VALUES (?, ?)", (name, applied_at)
-        )
-
-
 def applied(conn: sqlite3.Connection) -> list[str]:
     """Names of the fact-store migrations applied to ``conn``'s database, in order."""
-    return runner.applied(MIGRATIONS, _Ledger(conn).done())
+    return runner.applied(MIGRATIONS, ConnLedger(conn, LEDGER_TABLE).done())
 
 
 def pending(conn: sqlite3.Connection) -> list[str]:
     """Names of the fact-store migrations not yet applied, in order."""
-    return runner.pending(MIGRATIONS, _Ledger(conn).done())
+    return runner.pending(MIGRATIONS, ConnLedger(conn, LEDGER_TABLE).done())
 
 
 def migrate(conn: sqlite3.Connection) -> list[str]:
@@ -211,4 +170,4 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
     Raises ``MigrationError`` naming the migration that failed; the database stays at
     the last migration that succeeded.
     """
-    return runner.migrate(MIGRATIONS, _Ledger(conn))
+    return runner.migrate(MIGRATIONS, ConnLedger(conn, LEDGER_TABLE))

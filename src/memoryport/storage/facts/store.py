@@ -13,7 +13,6 @@ writing, with ``memoryport.safety``.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 import time
@@ -23,7 +22,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memoryport._fs import ensure_private_dir
 from memoryport.errors import StoreError, ToolArgumentError
 from memoryport.storage.facts import migrations, read, write
 from memoryport.storage.facts.records import (
@@ -36,6 +34,7 @@ from memoryport.storage.facts.records import (
 )
 from memoryport.storage.facts.text import content_hash
 from memoryport.storage.facts.triples import Triple
+from memoryport.storage.sessions.sqlite.connect import create_private_file
 
 __all__ = ["MAX_FACT_CHARS", "AddResult", "FactStore"]
 
@@ -77,16 +76,6 @@ def check_category(category: Any) -> str:
     return str(category)
 
 
-def _create_private(path: Path) -> None:
-    """Create the database file 0600 (its directory 0700); keep an existing one."""
-    ensure_private_dir(path.parent)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return
-    os.close(fd)
-
-
 class FactStore:
     """Facts of one user (``user_id`` None or '' = the default, no-user scope).
 
@@ -112,7 +101,7 @@ class FactStore:
         self.min_trust = min_trust
         self._lock = threading.RLock()
         try:
-            _create_private(self.path)
+            create_private_file(self.path)
             self._conn = sqlite3.connect(
                 str(self.path), timeout=busy_timeout, isolation_level=None,
                 check_same_thread=False,

@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from memoryport.storage.timeexpr import resolve
+from memoryport.storage.timeexpr import MONTHS, resolve
 
 __all__ = [
     "EVENT_BOOST",
@@ -54,27 +54,6 @@ REPORT_LAG_DAYS = 14
 """Days after a named period that still count (events are reported after the fact)."""
 
 _DAY = 86400.0
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
 _INTENT = re.compile(
     r"\b(when|how long|how many (?:days|weeks|months|years)|what (?:year|month|date|day|time)"
     r"|which (?:year|month|date|day))\b",
@@ -88,7 +67,7 @@ _TEMPORAL_WORDS = (
 # Matched against lower-cased text: ``re.I`` makes this search ~3.5x slower, and the
 # re-ranker runs it over 100 candidates per query.
 _TEMPORAL = re.compile(
-    rf"\b(?:{_TEMPORAL_WORDS}|{'|'.join(_MONTHS)}|(?:19|20)\d\d)\b|\d{{1,2}}[/.]\d{{1,2}}"
+    rf"\b(?:{_TEMPORAL_WORDS}|{'|'.join(MONTHS)}|(?:19|20)\d\d)\b|\d{{1,2}}[/.]\d{{1,2}}"
 )
 
 

@@ -27,10 +27,10 @@ Tables:
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from memoryport.storage.sessions import migrate as runner
+from memoryport.storage.sqlite_ledger import ConnLedger
 
 __all__ = ["BLOCK_TURNS", "LEDGER_TABLE", "MIGRATIONS", "Ledger", "applied", "migrate"]
 
@@ -101,62 +101,15 @@ MIGRATIONS: list[tuple[str, Migration]] = [
 ]
 
 
-class Ledger:
-    """The shared runner's SQLite ledger over a named table (``BEGIN IMMEDIATE`` is the
-    migration lock). Other components sharing the file pass their own table name."""
-
-    def __init__(self, conn: sqlite3.Connection, table: str = LEDGER_TABLE) -> None:
-        if not table.replace("_", "").isalnum():
-            raise ValueError(f"ledger table name must be letters, digits and _: {table!r}")
-        self._conn = conn
-        self._table = table
-
-    def done(self) -> set[str]:
-        """Names recorded in the ledger table (empty when it does not exist yet)."""
-        try:
-            return {row[0] for row in self._conn.execute(f"SELECT name FROM {self._table}")}
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return set()
-            raise
-
-    @contextmanager
-    def transaction(self, name: str) -> Iterator[None]:
-        """One ``BEGIN IMMEDIATE`` transaction with the ledger table present."""
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {self._table}"
-                " (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
-            )
-            yield
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise runner.failed(name, exc) from exc
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
-    def run(self, step: Migration) -> None:
-        """Run one migration step inside the open transaction."""
-        step(self._conn)
-
-    def record(self, name: str, applied_at: float) -> None:
-        """Record ``name`` as applied inside the open transaction."""
-        self._conn.execute(
-            f"INSERT INTO {self._table}(name, applied_at) VALUES (?, ?)", (name, applied_at)
-        )
+Ledger = ConnLedger
+"""The shared SQLite ledger (other components sharing the file pass their own table)."""
 
 
 def applied(conn: sqlite3.Connection) -> list[str]:
     """Names of the turn-index migrations applied to ``conn``'s database, in order."""
-    return runner.applied(MIGRATIONS, Ledger(conn).done())
+    return runner.applied(MIGRATIONS, ConnLedger(conn, LEDGER_TABLE).done())
 
 
 def migrate(conn: sqlite3.Connection, *, stop_before: str | None = None) -> list[str]:
     """Apply the pending turn-index migrations (autocommit connection); return their names."""
-    return runner.migrate(MIGRATIONS, Ledger(conn), stop_before=stop_before)
+    return runner.migrate(MIGRATIONS, ConnLedger(conn, LEDGER_TABLE), stop_before=stop_before)

@@ -22,11 +22,11 @@ Schema notes:
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 
 from memoryport.storage.sessions import migrate as runner
 from memoryport.storage.sessions.temporal import EventRow, event_rows
+from memoryport.storage.sqlite_ledger import SQLiteLedger
 
 __all__ = [
     "CJK_GLOB",
@@ -259,47 +259,15 @@ def m007_message_events(conn: Transaction) -> None:
         conn.executemany(insert, batch)
 
 
-class _Ledger:
-    """The SQLite side of the shared runner: ``BEGIN IMMEDIATE`` is the migration lock."""
+class _Ledger(SQLiteLedger):
+    """The session store's ledger, ``_migrations``; its steps take a :class:`Transaction`."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def done(self) -> set[str]:
-        try:
-            return {row[0] for row in self._conn.execute("SELECT name FROM _migrations")}
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return set()
-            raise
-
-    @contextmanager
-    def transaction(self, name: str) -> Iterator[None]:
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")  # busy errors propagate to the caller's retry loop
-        try:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS _migrations"
-                " (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
-            )
-            yield
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise runner.failed(name, exc) from exc
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        super().__init__(conn, "_migrations")
 
     def run(self, step: Migration) -> None:
+        """Run one migration step inside the open transaction."""
         step(Transaction(self._conn))
-
-    def record(self, name: str, applied_at: float) -> None:
-        self._conn.execute(
-            "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)", (name, applied_at)
-        )
 
 
 def applied(conn: sqlite3.Connection) -> list[str]:
