@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 from memoryport.storage.sessions.query import STOPWORDS
 
@@ -56,9 +57,12 @@ class Weights:
                 raise ValueError(f"weight {f.name} must be a number from 0 to 100, got {value!r}")
 
 
-@dataclass(frozen=True)
-class Components:
-    """One candidate's raw signals (BM25 values are positive, higher is better)."""
+class Components(NamedTuple):
+    """One candidate's raw signals (BM25 values are positive, higher is better).
+
+    A named tuple rather than a frozen dataclass: a search builds one per candidate
+    (hundreds), and a tuple is several times cheaper to construct.
+    """
 
     main: float
     prev: float
@@ -68,6 +72,9 @@ class Components:
     window: float
     when: float
     dense: float = 0.0
+
+
+_SIGNALS = Components._fields
 
 
 def query_words(query: str) -> list[str]:
@@ -86,13 +93,11 @@ def fts_query(words: list[str]) -> str:
 
 def combine(candidates: list[Components], weights: Weights) -> list[float]:
     """The weighted sum of each candidate's signals, each divided by its best value."""
-    names = [f.name for f in fields(Components)]
-    best = {n: max((getattr(c, n) for c in candidates), default=0.0) for n in names}
-    out = []
-    for c in candidates:
-        total = 0.0
-        for n in names:
-            if best[n] > 0:
-                total += getattr(weights, n) * getattr(c, n) / best[n]
-        out.append(total)
+    out = [0.0] * len(candidates)
+    for name, column in zip(_SIGNALS, zip(*candidates, strict=True), strict=False):
+        best = max(column)
+        if best <= 0:
+            continue
+        weight = getattr(weights, name)
+        out = [total + weight * value / best for total, value in zip(out, column, strict=True)]
     return out
