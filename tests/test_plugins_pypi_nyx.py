@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,15 @@ def _fresh_nyx(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def restart_nyx() -> None:
-    """What ending the process does for nyx, then forget its modules (a fresh import next)."""
+    """What ending the process does for nyx, then forget its modules (a fresh import next).
+
+    nyx warms its index on a background thread (``nyx-warm``) that imports more of its
+    modules; dropping the modules while it runs leaves a half-imported package for the
+    next test, so that thread is waited for first.
+    """
+    for thread in threading.enumerate():
+        if thread.name.startswith("nyx") and thread is not threading.current_thread():
+            thread.join(timeout=30)
     vault = sys.modules.get("nexsandglass.features.sandglass_vault")
     if vault is not None:
         vault.flush_index()  # nyx's atexit hook, run while this test's home still exists
