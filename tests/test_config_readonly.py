@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from fixtures.helpers import as_unprivileged
 from memoryport.cli import main
 
 
@@ -48,38 +48,19 @@ def ro_home() -> Iterator[Path]:
 
 def run_unprivileged(home: Path, *args: str) -> dict[str, Any]:
     """Run ``memoryport --home HOME ARGS`` in a child process that cannot write ``home``."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 0
-        try:
-            os.close(read_end)
-            if os.geteuid() == 0:
-                nobody = pwd.getpwnam("nobody")
-                os.setgroups([])
-                os.setgid(nobody.pw_gid)
-                os.setuid(nobody.pw_uid)
-            result = CliRunner().invoke(main, ["--home", str(home), *args])
-            error = result.exception
-            report = {
-                "uid": os.getuid(),
-                "exit_code": result.exit_code,
-                "stdout": result.stdout,
-                "stderr": result.stderr,
-                "exception": None if isinstance(error, SystemExit | None) else repr(error),
-            }
-            with os.fdopen(write_end, "w") as out:
-                json.dump(report, out)
-        except BaseException:
-            code = 3
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end) as reader:
-        text = reader.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, text
-    report: dict[str, Any] = json.loads(text)
+
+    def invoke() -> dict[str, Any]:
+        result = CliRunner().invoke(main, ["--home", str(home), *args])
+        error = result.exception
+        return {
+            "uid": os.getuid(),
+            "exit_code": result.exit_code,
+            "stdout": result.stdout,
+            "stderr": result.stderr,
+            "exception": None if isinstance(error, SystemExit | None) else repr(error),
+        }
+
+    report = as_unprivileged(invoke)
     assert report["uid"] != 0 or os.geteuid() != 0
     assert report["exception"] is None, report
     assert "Traceback" not in report["stdout"] + report["stderr"]

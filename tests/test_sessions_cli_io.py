@@ -20,9 +20,9 @@ import yaml
 from click.testing import CliRunner
 
 import pgserver
+from fixtures.helpers import as_unprivileged
 from memoryport.cli import main
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
-from test_sessions_open import _as_unprivileged
 
 _CALL = {
     "id": "call_1",
@@ -172,7 +172,7 @@ def test_read_only_home_reads_and_refuses_writes() -> None:
                 out[name] = [result.exit_code, result.output]
             return out
 
-        out = _as_unprivileged(attempt)
+        out = as_unprivileged(attempt)
         for name in ("list", "search", "show", "export"):
             assert out[name][0] == 0, out[name]
         assert json.loads(out["list"][1])["count"] == 1

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fixtures.helpers import as_unprivileged
 from memoryport.errors import StoreError
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore, migrations
 
@@ -79,34 +79,6 @@ def test_eight_processes_opening_a_fresh_home_at_once_all_succeed(
 # read, hence fork (everything already imported) rather than a new interpreter.
 
 
-def _as_unprivileged(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """Run ``fn`` in a forked child as ``nobody`` (when root); return its JSON result."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 0
-        try:
-            os.close(read_end)
-            if os.geteuid() == 0:
-                user = pwd.getpwnam("nobody")
-                os.setgroups([])
-                os.setgid(user.pw_gid)
-                os.setuid(user.pw_uid)
-            payload = json.dumps(fn())
-        except BaseException as exc:  # report, never return into pytest
-            payload, code = json.dumps({"crash": f"{type(exc).__name__}: {exc}"}), 1
-        with os.fdopen(write_end, "w") as out:
-            out.write(payload)
-        os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        data = pipe.read()
-    os.waitpid(pid, 0)
-    result: dict[str, Any] = json.loads(data)
-    assert "crash" not in result, result["crash"]
-    return result
-
-
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
     """A directory ``nobody`` can traverse (pytest's tmp_path parents are 0700)."""
@@ -146,7 +118,7 @@ def test_read_only_home_opens_read_only_and_says_so_on_write(shared_dir: Path) -
     store.close()
     (home / "state.db").chmod(0o444)
     home.chmod(0o555)  # neither the directory nor the file is writable
-    out = _as_unprivileged(lambda: _read_only_session(home / "state.db"))
+    out = as_unprivileged(lambda: _read_only_session(home / "state.db"))
     assert out["read_only"] is True
     assert out["hits"] == 1 and out["sessions"] == 1
     assert "read-only" in out["create"] and "read-only" in out["set_meta"]
@@ -164,7 +136,7 @@ def test_missing_database_in_an_unwritable_directory_says_read_only(shared_dir: 
             return {"error": str(exc)}
         return {"error": ""}
 
-    assert "read-only" in _as_unprivileged(attempt)["error"]
+    assert "read-only" in as_unprivileged(attempt)["error"]
     assert not (home / "state.db").exists()
 
 

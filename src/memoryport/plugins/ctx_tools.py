@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memoryport.errors import ProviderError
+
 __all__ = ["RegisteredTool", "attach_tools"]
 
 logger = logging.getLogger(__name__)
@@ -119,7 +121,11 @@ def _routing_methods(
         if tool is not None and tool_name not in own_names:
             return tool.call(args, **kwargs)
         if own_call is None:
-            raise NotImplementedError(f"no handler for tool {tool_name!r}")
+            raise ProviderError(
+                f"tool {tool_name!r} is listed by the plugin but nothing handles it: "
+                "register it with ctx.register_tool(...) or implement handle_tool_call",
+                hook="handle_tool_call",
+            )
         result: str = own_call(tool_name, args, **kwargs)
         return result
 
