@@ -26,6 +26,8 @@ from typing import Any, Literal
 
 from memoryport._shutdown import close_at_exit, close_on_sigterm
 from memoryport._wiring import open_session_store, wire
+from memoryport.admin import audit as _audit
+from memoryport.admin import pause as _pause
 from memoryport.config import (
     Config,
     ensure_home,
@@ -403,7 +405,9 @@ class Memory:
             context=context,
         )
         history = functools.partial(self._history, context.session_id)
-        contexts = self._manager.prefetch_all(query, context=context, history=history)
+        contexts = [] if _pause.pause_state(self.home).recall else self._manager.prefetch_all(
+            query, context=context, history=history)
+        _audit.log_recall(self.home, self.platform, context, number, contexts)
         return Turn(
             number=number,
             session_id=context.session_id,
@@ -453,9 +457,9 @@ class Memory:
         final_response = messages[-1]["content"] if final_response is not None else None
         if interrupted or not final_response or not turn.query.strip():
             return
-        self._manager.sync_all(
-            turn.query, final_response, session_id=turn.session_id, context=turn.context,
-            messages=turn.messages,
+        _pause.sync_or_hold(
+            self.home, self._manager.sync_all, turn.query, final_response,
+            session_id=turn.session_id, context=turn.context, messages=turn.messages,
         )
         self._manager.queue_prefetch_all(
             turn.query, session_id=turn.session_id, context=turn.context
@@ -502,14 +506,12 @@ class Memory:
         self, name: str, args: Any, tool_call_id: str, *, context: SessionContext, source: str = ""
     ) -> str:
         extra = {"source": source} if source else {}
-        return self._manager.handle_tool_call(
-            name,
-            args,
-            tool_call_id=tool_call_id,
-            session_id=context.session_id,
-            context=context,
-            **extra,
+        result = _pause.refuse_tool(self.home, name, args) or self._manager.handle_tool_call(
+            name, args, tool_call_id=tool_call_id, session_id=context.session_id,
+            context=context, **extra,
         )
+        _audit.log_tool_call(self.home, self.platform, context, name, args, result, self._curated)
+        return result
 
     def delegated(self, task: str, result: str, *, child_session_id: str = "") -> None:
         """Report a finished subagent task to providers (``on_delegation``)."""

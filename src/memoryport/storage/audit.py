@@ -1,0 +1,213 @@
+"""The audit log of a home: one SQLite file (``<home>/audit.db``), cheap appends.
+
+Every read and write of memory through any shell is one ``events`` row: when, which shell,
+read or write, the action, its target, the session and user, the revision id of a write
+and a short detail. Rows older than the retention (``meta.retention_days``, default 90;
+0 keeps everything) are pruned when a log is opened and every ``PRUNE_EVERY`` appends.
+
+The same file holds ``held_syncs``: completed turns whose provider sync was held while
+memory writes were paused (``memoryport.admin.pause``); they are claimed (deleted and
+returned in one transaction) by whichever process delivers them after the resume, so each
+is delivered once.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from memoryport._fs import ensure_private_dir
+from memoryport.errors import StoreError
+
+__all__ = [
+    "DB_NAME",
+    "DEFAULT_RETENTION_DAYS",
+    "AuditEvent",
+    "AuditLog",
+    "HeldSync",
+]
+
+DB_NAME = "audit.db"
+"""The audit file's name under the home."""
+
+DEFAULT_RETENTION_DAYS = 90
+"""How long events are kept unless ``set_retention_days`` says otherwise."""
+
+PRUNE_EVERY = 1_000
+"""Appends between two retention prunes in one process."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events(
+    id INTEGER PRIMARY KEY, ts REAL NOT NULL, shell TEXT NOT NULL, kind TEXT NOT NULL,
+    action TEXT NOT NULL, target TEXT NOT NULL DEFAULT '',
+    session_id TEXT NOT NULL DEFAULT '', user_id TEXT NOT NULL DEFAULT '',
+    revision TEXT NOT NULL DEFAULT '', detail TEXT NOT NULL DEFAULT '');
+CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS held_syncs(
+    id INTEGER PRIMARY KEY, ts REAL NOT NULL, user_id TEXT NOT NULL,
+    session_id TEXT NOT NULL, payload TEXT NOT NULL);
+"""
+
+_COLUMNS = "id, ts, shell, kind, action, target, session_id, user_id, revision, detail"
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One recorded read or write of memory."""
+
+    id: int
+    ts: float
+    shell: str
+    kind: str
+    action: str
+    target: str = ""
+    session_id: str = ""
+    user_id: str = ""
+    revision: str = ""
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as JSON, with ``at`` (UTC ISO time) beside ``ts``."""
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.ts))
+        return {**asdict(self), "at": at}
+
+
+@dataclass(frozen=True)
+class HeldSync:
+    """A turn whose provider sync waits for the resume."""
+
+    id: int
+    ts: float
+    user_id: str
+    session_id: str
+    payload: dict[str, Any]
+
+
+class AuditLog:
+    """The audit file of one home; thread-safe, shared by the processes using the home."""
+
+    def __init__(self, path: Path, *, busy_timeout: float = 10.0) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._appends = 0
+        try:
+            ensure_private_dir(path.parent)
+            self._conn = sqlite3.connect(
+                str(path), timeout=busy_timeout, check_same_thread=False, isolation_level=None
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the audit log {path}: {exc}") from exc
+        self.prune()
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()
+
+    def _run(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        try:
+            with self._lock:
+                return self._conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"audit log {self.path}: {exc}") from exc
+
+    # ------------------------------------------------------------------ events
+    def append(self, *, shell: str, kind: str, action: str, target: str = "",
+               session_id: str = "", user_id: str = "", revision: str = "",
+               detail: str = "", ts: float | None = None) -> int:
+        """Record one event (one autocommitted insert); return its id."""
+        self._run(
+            f"INSERT INTO events({_COLUMNS}) VALUES (NULL,?,?,?,?,?,?,?,?,?)",
+            (time.time() if ts is None else ts, shell, kind, action, target, session_id,
+             user_id, revision, detail),
+        )
+        rows = self._run("SELECT last_insert_rowid()")
+        self._appends += 1
+        if self._appends % PRUNE_EVERY == 0:
+            self.prune()
+        return int(rows[0][0])
+
+    def events(self, *, since: float | None = None, shell: str | None = None,
+               kind: str | None = None, action: str | None = None, limit: int = 100,
+               offset: int = 0) -> list[AuditEvent]:
+        """Events newest first, filtered by time (``ts >= since``), shell, kind, action."""
+        where, params = ["1=1"], []
+        for column, value in (("ts >=", since), ("shell =", shell), ("kind =", kind),
+                              ("action =", action)):
+            if value is not None and value != "":
+                where.append(f"{column} ?")
+                params.append(value)
+        rows = self._run(
+            f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(where)} "
+            "ORDER BY ts DESC, id DESC LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        )
+        return [AuditEvent(*row) for row in rows]
+
+    def count(self) -> int:
+        """How many events are kept."""
+        return int(self._run("SELECT count(*) FROM events")[0][0])
+
+    # ------------------------------------------------------------------ retention
+    def retention_days(self) -> int:
+        """Days events are kept (0: forever)."""
+        rows = self._run("SELECT value FROM meta WHERE key = 'retention_days'")
+        return int(rows[0][0]) if rows else DEFAULT_RETENTION_DAYS
+
+    def set_retention_days(self, days: int) -> int:
+        """Keep events ``days`` days (0: forever); prune now; return the events removed."""
+        if days < 0:
+            raise ValueError(f"retention must be 0 (keep forever) or more days, not {days}")
+        self._run("INSERT OR REPLACE INTO meta(key, value) VALUES ('retention_days', ?)",
+                  (str(days),))
+        return self.prune()
+
+    def prune(self, now: float | None = None) -> int:
+        """Delete events older than the retention; return how many."""
+        days = self.retention_days()
+        if days <= 0:
+            return 0
+        cutoff = (time.time() if now is None else now) - days * 86_400
+        self._run("DELETE FROM events WHERE ts < ?", (cutoff,))
+        return int(self._run("SELECT changes()")[0][0])
+
+    # ------------------------------------------------------------------ held syncs
+    def hold(self, user_id: str, session_id: str, payload: dict[str, Any]) -> int:
+        """Keep one turn's sync for later; return its id."""
+        text = json.dumps(payload, ensure_ascii=False, default=str)
+        self._run("INSERT INTO held_syncs(ts, user_id, session_id, payload) VALUES (?,?,?,?)",
+                  (time.time(), user_id, session_id, text))
+        return int(self._run("SELECT last_insert_rowid()")[0][0])
+
+    def held_count(self) -> int:
+        """How many syncs are held."""
+        return int(self._run("SELECT count(*) FROM held_syncs")[0][0])
+
+    def claim_held(self, user_id: str) -> list[HeldSync]:
+        """Take (delete and return, oldest first, one transaction) the syncs held for
+        ``user_id``: a concurrent claimer gets none of them."""
+        try:
+            with self._lock:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    rows = self._conn.execute(
+                        "DELETE FROM held_syncs WHERE user_id = ? "
+                        "RETURNING id, ts, user_id, session_id, payload", (user_id,)
+                    ).fetchall()
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error as exc:
+            raise StoreError(f"audit log {self.path}: {exc}") from exc
+        held = [HeldSync(r[0], r[1], r[2], r[3], json.loads(r[4])) for r in rows]
+        return sorted(held, key=lambda h: h.id)
