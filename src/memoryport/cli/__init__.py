@@ -76,6 +76,7 @@ _COMMANDS = (
     ("memoryport.cli.chat", "chat_command"),
     ("memoryport.cli.sessions", "sessions_group"),
     ("memoryport.cli.facts", "facts_group"),
+    ("memoryport.cli.serve", "serve_command"),
 )
 
 

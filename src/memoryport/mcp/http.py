@@ -1,0 +1,110 @@
+"""Streamable HTTP for the MCP server: bearer-token check, loopback rule, uvicorn.
+
+Bound to a loopback address the server may run without a token (only local programs reach
+it). Bound to anything else it refuses to start without one: every request must then carry
+``Authorization: Bearer <token>``, and a missing or wrong token gets HTTP 401 with a
+JSON-RPC error before the request reaches the MCP layer (nothing runs, nothing is written).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any
+
+from memoryport.mcp.server import MemoryServer
+
+__all__ = ["BearerAuth", "LoopbackError", "http_app", "is_loopback", "serve_http"]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class LoopbackError(ValueError):
+    """Asked to listen beyond loopback without a bearer token."""
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class BearerAuth:
+    """ASGI middleware: HTTP requests need ``Authorization: Bearer <one of tokens>``."""
+
+    def __init__(self, app: ASGIApp, tokens: Mapping[str, str]) -> None:
+        self.app = app
+        self.tokens = [token.encode() for token in tokens]
+
+    def _allowed(self, scope: Scope) -> str:
+        """"" when the request carries a known token, else what is wrong."""
+        headers = dict(scope.get("headers") or [])
+        value = headers.get(b"authorization", b"").decode("latin-1")
+        scheme, _, token = value.partition(" ")
+        if not value:
+            return "missing bearer token: send 'Authorization: Bearer <token>'"
+        if scheme.lower() != "bearer" or not token.strip():
+            return "malformed Authorization header: use 'Bearer <token>'"
+        given = token.strip().encode("latin-1")
+        if any(hmac.compare_digest(given, known) for known in self.tokens):
+            return ""
+        return "wrong bearer token: use a token the server was started with"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        problem = self._allowed(scope)
+        if not problem:
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": problem}}
+        ).encode()
+        await send({
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"www-authenticate", b'Bearer realm="memoryport"'),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        })
+        await send({"type": "http.response.body", "body": body})
+
+
+def http_app(server: MemoryServer, *, host: str, path: str = "/mcp") -> ASGIApp:
+    """The streamable-HTTP ASGI app, behind :class:`BearerAuth` when tokens are set.
+
+    ``LoopbackError`` for a non-loopback ``host`` without tokens.
+    """
+    tokens = server.options.tokens
+    if not tokens and not is_loopback(host):
+        raise LoopbackError(
+            f"refusing to listen on {host} without a bearer token: anyone who can reach it "
+            "could read and write this memory. Pass --token (or MEMORYPORT_MCP_TOKEN, or "
+            "--tokens-file), or bind 127.0.0.1."
+        )
+    limit = max(server.options.max_argument_bytes * 2, 1 << 20)
+    app: ASGIApp = server.mcp.streamable_http_app(
+        streamable_http_path=path, host=host, max_request_body_size=limit
+    )
+    return BearerAuth(app, tokens) if tokens else app
+
+
+async def serve_http(server: MemoryServer, *, host: str, port: int, path: str = "/mcp") -> None:
+    """Serve until interrupted (SIGINT/SIGTERM stop uvicorn gracefully)."""
+    import uvicorn
+
+    config = uvicorn.Config(http_app(server, host=host, path=path), host=host, port=port,
+                            log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve()

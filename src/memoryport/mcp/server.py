@@ -1,0 +1,217 @@
+"""The memoryport MCP server: ``memoryport serve`` builds it with :func:`build_server`.
+
+Tools: ``memory``, ``session_search``, the active provider's tools (as
+``Memory.tool_schemas()`` gives them), ``remember_turn`` and ``recall``. Resources:
+``memory://MEMORY.md``, ``memory://USER.md`` and ``memory://sessions/{session_id}``.
+Each handler is one call into the calling client's ``memoryport.Memory`` (see
+:mod:`memoryport.mcp.clients` for who the caller is), run on a worker thread so a slow
+provider never blocks other clients.
+
+Bad input is refused before anything runs, with the protocol's error: an unknown tool or
+arguments over ``max_argument_bytes`` get JSON-RPC ``-32602``; arguments of the wrong
+type or with unknown names get a tool result with ``isError`` (the MCP 2025-11-25 rule for
+input validation); malformed JSON-RPC gets ``-32700``/``-32600`` from the SDK.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult
+from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST
+
+import memoryport
+from memoryport.admin.curated import open_curated
+from memoryport.api import Memory
+from memoryport.errors import SessionNotFound
+from memoryport.mcp.clients import (
+    ClientPool,
+    ClientState,
+    Identity,
+    IdentityError,
+    current_identity,
+    resolve_identity,
+)
+from memoryport.mcp.tools import SERVER_TOOLS, recall, remember_turn, schema_tool, tool_result
+
+__all__ = ["DEFAULT_MAX_ARGUMENT_BYTES", "MemoryServer", "ServeOptions", "build_server"]
+
+DEFAULT_MAX_ARGUMENT_BYTES = 256 * 1024
+"""Default cap on one tool call's arguments (serialized JSON, bytes)."""
+
+INSTRUCTIONS = (
+    "memoryport: long-term memory. Call `recall` with the user's message before answering "
+    "(its <memory-context> block is background, not user input), `remember_turn` after "
+    "answering, `memory` to save durable facts, `session_search` to find past conversations."
+)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """How the server identifies users and what it accepts.
+
+    Attributes:
+        user_id: the user of requests that name none (no user-bound token, no ``_meta``).
+        max_argument_bytes: largest serialized ``arguments`` of one tool call.
+        max_clients: most clients with an open memory (least recently used ones close).
+        tokens: bearer token -> user id ("" = any user the client names); HTTP only.
+    """
+
+    user_id: str = ""
+    max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES
+    max_clients: int = 64
+    tokens: Mapping[str, str] = field(default_factory=dict)
+
+
+class MemoryServer:
+    """The ``MCPServer`` (``.mcp``) with the client pool behind it; ``close()`` ends every
+    client's session."""
+
+    def __init__(self, home: Path, options: ServeOptions, opener: Callable[[str], Memory]):
+        self.home = home
+        self.options = options
+        self.pool = ClientPool(opener, options.max_clients)
+        first = self.pool.get(Identity(options.user_id, "default"))
+        schemas = [*first.memory.tool_schemas(), *SERVER_TOOLS]
+        self.tool_names = frozenset(str(s["name"]) for s in schemas)
+        self.mcp: MCPServer[Any] = MCPServer(
+            "memoryport",
+            version=memoryport.__version__,
+            instructions=INSTRUCTIONS,
+            tools=[schema_tool(s, self._call) for s in schemas],
+            middleware=[self._gate],
+            log_level="WARNING",
+        )
+        self._add_resources()
+
+    # ------------------------------------------------------------------ requests
+    async def _gate(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Every request: who is calling, then the checks that need no handler."""
+        if ctx.request_id is None:
+            return await call_next(ctx)
+        headers = getattr(ctx.request, "headers", None)
+        try:
+            identity = resolve_identity(
+                headers, ctx.meta, tokens=self.options.tokens, default_user=self.options.user_id
+            )
+        except IdentityError as exc:
+            raise MCPError(INVALID_REQUEST, str(exc)) from None
+        if ctx.method == "tools/call" and isinstance(ctx.params, Mapping):
+            self._check_call(ctx.params)
+        token = current_identity.set(identity)
+        try:
+            return await call_next(ctx)
+        finally:
+            current_identity.reset(token)
+
+    def _check_call(self, params: Mapping[str, Any]) -> None:
+        name = params.get("name")
+        if isinstance(name, str) and name not in self.tool_names:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"unknown tool {name[:100]!r}; this server offers: "
+                + ", ".join(sorted(self.tool_names)),
+            )
+        arguments = params.get("arguments")
+        size = len(json.dumps(arguments, ensure_ascii=False, default=str).encode())
+        limit = self.options.max_argument_bytes
+        if size > limit:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"arguments of {name!r} are {size} bytes, over this server's limit of "
+                f"{limit} (memoryport serve --max-argument-bytes); send less text",
+            )
+
+    async def _client(self) -> ClientState:
+        identity = current_identity.get() or Identity(self.options.user_id, "default")
+        return await anyio.to_thread.run_sync(self.pool.get, identity)
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        state = await self._client()
+        if name == "remember_turn":
+            run = functools.partial(remember_turn, state, **arguments)
+        elif name == "recall":
+            run = functools.partial(recall, state, **arguments)
+        else:
+            run = functools.partial(
+state.memory.call_tool, name, arguments, source="mcp")
+        return tool_result(await anyio.to_thread.run_sync(run))
+
+    # ------------------------------------------------------------------ resources
+    def _add_resources(self) -> None:
+        server = self.mcp
+
+        @server.resource("memory://MEMORY.md", name="MEMORY.md", mime_type="text/markdown",
+                         description="The agent's curated notes (MEMORY.md) for this user.")
+        async def memory_md() -> str:
+            return await self._curated("memory")
+
+        @server.resource("memory://USER.md", name="USER.md", mime_type="text/markdown",
+                         description="The curated user profile (USER.md) for this user.")
+        async def user_md() -> str:
+            return await self._curated("user")
+
+        @server.resource("memory://sessions/{session_id}", name="session",
+                         mime_type="application/json",
+                         description="One stored session of this user: record and messages.")
+        async def session(session_id: str) -> str:
+            state = await self._client()
+            return await anyio.to_thread.run_sync(_session_json, state.memory, session_id)
+
+    async def _curated(self, target: str) -> str:
+        identity = current_identity.get() or Identity(self.options.user_id, "default")
+        return await anyio.to_thread.run_sync(_curated_text, self.home, identity.user_id, target)
+
+    def close(self) -> None:
+        """End every client's session and shut providers down. Idempotent."""
+        self.pool.close_all()
+
+
+def _curated_text(home: Path, user_id: str, target: str) -> str:
+    path = open_curated(home, user_id).path(target)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+
+
+def _session_json(memory: Memory, session_id: str) -> str:
+    try:
+        record = memory.sessions.get_session(session_id)
+        messages = memory.session_messages(session_id)
+    except SessionNotFound:
+        raise ResourceError(
+            f"no session {session_id!r} for this user; list yours with session_search"
+        ) from None
+    return json.dumps({"session": record.to_dict(), "messages": messages}, ensure_ascii=False,
+                      default=str)
+
+
+def _open(home: Path, user_id: str) -> Memory:
+    memory = memoryport.open(home, user_id=user_id or None, platform="mcp")
+    memory.reserve_tool_names(*(str(t["name"]) for t in SERVER_TOOLS))
+    return memory
+
+
+def build_server(
+    home: Path,
+    options: ServeOptions | None = None,
+    *,
+    opener: Callable[[str], Memory] | None = None,
+) -> MemoryServer:
+    """The server over ``home``; ``opener(user_id)`` makes a client's ``Memory`` (default:
+    ``memoryport.open(home, user_id=...)``). Opens the default user's memory at once (its
+    tool schemas name the tools)."""
+    return MemoryServer(home, options or ServeOptions(), opener or functools.partial(_open, home))
