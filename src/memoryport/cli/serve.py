@@ -6,6 +6,7 @@ See ``docs/mcp.md`` for client configuration. Needs the ``mcp`` extra.
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,7 @@ def serve_command(
                            max_clients=max_clients, tokens=tokens)
     resolved = get_home(None, home)
     server = build_server(resolved, options)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         if use_http:
             try:
@@ -95,8 +97,16 @@ def serve_command(
             anyio.run(_run_http, server, host, port, http_path)
         else:
             anyio.run(server.mcp.run_stdio_async)
+    except KeyboardInterrupt:
+        pass  # SIGINT/SIGTERM: a normal stop
     finally:
+        signal.signal(signal.SIGTERM, previous)
         server.close()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM stops the server like Ctrl+C, so every client's session is closed."""
+    raise KeyboardInterrupt
 
 
 async def _run_http(server: Any, host: str, port: int, path: str) -> None:
