@@ -1,0 +1,190 @@
+"""``memoryport migrate hermes``: import a Hermes Agent home (``~/.hermes``, profiles too).
+
+For the Hermes home and each of its profiles (``profiles/<name>/``, imported into this
+home's profile of the same name): ``memories/MEMORY.md`` and ``memories/USER.md`` are
+merged into curated memory like an OpenClaw migration (deduplicated, scanned, within
+budget, the rest archived under ``<home>/migration/hermes/<timestamp>/archive/``; history
+source ``migration:hermes``), and every session and message of ``state.db`` is imported
+into the session store with its id, lineage (``parent_session_id``), source, title,
+timestamps, counters and every other column (``metadata["hermes"]``). ``state.db`` is
+read read-only (:mod:`.hermes_db`) and streamed in chunks through the store's bulk import
+(:mod:`.stream`), so memory stays bounded whatever its size.
+
+Idempotent: a session already imported with as many messages is left alone, so a second
+run imports nothing new; a session that grew in Hermes since gets the new messages
+appended (its row, and its children's links to it, stay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memoryport.admin.migrate.curated_merge import (
+    Candidate,
+    apply_plans,
+    markdown_entries,
+    plan_curated,
+    report_plans,
+    write_archive,
+)
+from memoryport.admin.migrate.hermes_db import HermesDB, message_record, session_record
+from memoryport.admin.migrate.openclaw import SourceNotFound, run_directory
+from memoryport.admin.migrate.report import Report
+from memoryport.admin.migrate.stream import Group, dump, import_groups
+from memoryport.admin.sessions import Progress, SessionStore, open_store
+from memoryport.config import ensure_home
+from memoryport.errors import SessionNotFound
+from memoryport.storage.sessions.records import MessageInput
+
+__all__ = ["SOURCE_LABEL", "HermesOptions", "hermes_homes", "migrate_hermes"]
+
+SOURCE_LABEL = "migration:hermes"
+"""The ``source`` curated history records for migrated entries."""
+
+
+@dataclass(frozen=True)
+class HermesOptions:
+    """``source`` (default ``~/.hermes``), ``dry_run`` (count, write nothing) and
+    ``profiles`` (also import ``profiles/<name>/``)."""
+
+    source: Path | None = None
+    dry_run: bool = False
+    profiles: bool = True
+    user_home: Path | None = None
+
+
+def hermes_homes(root: Path, profiles: bool = True) -> list[tuple[str, Path]]:
+    """``(profile, Hermes home)`` pairs: ``("default", root)`` then each profile."""
+    homes = [("default", root)]
+    folder = root / "profiles"
+    if profiles and folder.is_dir():
+        homes.extend((p.name, p) for p in sorted(folder.iterdir()) if p.is_dir())
+    return homes
+
+
+def migrate_hermes(
+    home: Path, options: HermesOptions, progress: Progress | None = None
+) -> Report:
+    """Import the Hermes home ``options.source`` (default ``~/.hermes``) into ``home``.
+
+    ``SourceNotFound`` (nothing written) when it does not exist; ``StoreError`` when a
+    ``state.db`` cannot be read.
+    """
+    base = options.user_home if options.user_home is not None else Path.home()
+    root = (options.source or base / ".hermes").expanduser()
+    if not root.is_dir():
+        raise SourceNotFound("Hermes", [root])
+    report = Report("hermes", str(root), str(home), dry_run=options.dry_run)
+    run_dir = run_directory(home, "hermes")
+    for profile, source in hermes_homes(root, options.profiles):
+        target = home if profile == "default" else home / "profiles" / profile
+        _curated(report, source, target, run_dir / "archive" / profile, options.dry_run)
+        _sessions(report, source, target, options.dry_run, progress)
+    report.applied = not options.dry_run
+    report.notes.append(
+        "Imported memory takes effect in new sessions; run it again any time, sessions "
+        "already imported are skipped."
+    )
+    return report
+
+
+def _curated(report: Report, source: Path, target: Path, archive: Path, dry_run: bool) -> None:
+    candidates: dict[str, list[Candidate]] = {"memory": [], "user": []}
+    for name, filename in (("memory", "MEMORY.md"), ("user", "USER.md")):
+        path = source / "memories" / filename
+        if path.is_file():
+            text = path.read_text("utf-8", errors="replace")
+            candidates[name] = [Candidate(t, str(path)) for t in markdown_entries(text)]
+    plans = plan_curated(target, candidates)
+    report_plans(report, plans, str(archive))
+    if dry_run or not plans:
+        return
+    ensure_home(target)
+    report.counts["entries_added"] = (
+        report.counts.get("entries_added", 0) + apply_plans(target, plans, SOURCE_LABEL)
+    )
+    if write_archive(archive, plans):
+        report.paths["archive"] = str(archive.parent)
+
+
+def _sessions(
+    report: Report, source: Path, target: Path, dry_run: bool, progress: Progress | None
+) -> None:
+    path = source / "state.db"
+    if not path.is_file():
+        return
+    with HermesDB(path) as db:
+        total = db.count_messages()
+        sessions = len(db.session_order())
+        if dry_run:
+            report.add("sessions", str(path), str(target / "state.db"), "import",
+                       f"up to {sessions} sessions, {total} messages (already imported "
+                       "ones are skipped)")  # fmt: skip
+            return
+        ensure_home(target)
+        store = open_store(target)
+        try:
+            counts = {"unchanged": 0, "grown": 0, "appended": 0}
+            groups = _changed_groups(db, store, counts)
+            totals = import_groups(
+                store, groups, on_conflict="skip", total_messages=total, progress=progress
+            )
+        finally:
+            store.close()
+    report.add("sessions", str(path), str(target / "state.db"), "import",
+               f"{totals.sessions_imported} sessions, {totals.messages_imported} messages")
+    report.add("sessions", str(path), str(target / "state.db"), "update",
+               f"{counts['grown']} sessions grew since: {counts['appended']} messages added")
+    report.add("sessions", str(path), str(target / "state.db"), "unchanged",
+               f"{counts['unchanged']} sessions already imported")  # fmt: skip
+    for key, value in (("sessions", totals.sessions_imported),
+                       ("messages", totals.messages_imported + counts["appended"]),
+                       ("sessions_unchanged", counts["unchanged"])):  # fmt: skip
+        report.counts[key] = report.counts.get(key, 0) + value
+
+
+def _stored_count(store: SessionStore, session_id: str) -> int | None:
+    try:
+        return store.get_session(session_id).message_count
+    except SessionNotFound:
+        return None
+
+
+_UPDATABLE = ("title", "model", "ended_at", "end_reason", "input_tokens", "output_tokens",
+              "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
+              "estimated_cost_usd", "actual_cost_usd", "metadata")  # fmt: skip
+
+
+def _grow(store: SessionStore, record: dict[str, Any], new: list[dict[str, Any]]) -> None:
+    """Append the messages a session gained in Hermes since it was imported (the
+    session's row and its children's links stay as they are) and refresh its fields."""
+    store.append_messages(record["id"], [
+        MessageInput(role=m["role"], content=m["content"], tool_name=m["tool_name"],
+                     tool_calls=m["tool_calls"], tool_call_id=m["tool_call_id"],
+                     reasoning=m["reasoning"], timestamp=m["timestamp"],
+                     metadata=m["metadata"])
+        for m in new
+    ])  # fmt: skip
+    store.update_session(record["id"], **{k: record[k] for k in _UPDATABLE if k in record})
+
+
+def _changed_groups(db: HermesDB, store: SessionStore, counts: dict[str, int]) -> Iterator[Group]:
+    """Export lines of each new session; a stored session that grew gets its new
+    messages appended (``_grow``); one stored whole is counted as unchanged."""
+    for session_id, parent in db.session_order():
+        messages = [message_record(row) for row in db.messages(session_id)]
+        stored = _stored_count(store, session_id)
+        if stored is not None and stored >= len(messages):
+            counts["unchanged"] += 1
+            continue
+        newest = max((m["timestamp"] for m in messages), default=0.0)
+        record = session_record(db.session_row(session_id), parent, len(messages), newest)
+        if stored is not None:
+            _grow(store, record, messages[stored:])
+            counts["grown"] += 1
+            counts["appended"] += len(messages) - stored
+            continue
+        yield dump("session", record), [dump("message", m) for m in messages]

@@ -1,0 +1,213 @@
+"""Reading a Hermes ``state.db`` read-only, whatever its schema version.
+
+Hermes' ``sessions`` and ``messages`` tables have gained columns over time (July
+``SCHEMA_VERSION`` 21, newest 30, see ``hermes_state.py``); their columns are read from
+``PRAGMA table_info`` and mapped by name. Columns memoryport has a field for fill it; every
+other non-empty column is kept under ``metadata["hermes"]``, so nothing is lost. The file
+is opened with ``mode=ro`` (``immutable=1`` when even that fails, e.g. a WAL database in
+a read-only directory) and never written.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memoryport.errors import StoreError
+
+__all__ = [
+    "HermesDB",
+    "message_record",
+    "session_record",
+]
+
+_SESSION_FIELDS = (
+    "id", "source", "user_id", "model", "title", "parent_session_id", "started_at",
+    "ended_at", "end_reason", "tool_call_count", "input_tokens", "output_tokens",
+    "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "estimated_cost_usd",
+    "actual_cost_usd",
+)  # fmt: skip
+_INT_FIELDS = frozenset({
+    "tool_call_count", "input_tokens", "output_tokens", "cache_read_tokens",
+    "cache_write_tokens", "reasoning_tokens",
+})  # fmt: skip
+_FLOAT_FIELDS = frozenset({"estimated_cost_usd", "actual_cost_usd", "ended_at"})
+_STR_FIELDS = frozenset({"model", "title", "end_reason"})
+_MESSAGE_FIELDS = frozenset(
+    {"id", "session_id", "role", "content", "timestamp", "tool_name", "tool_calls",
+     "tool_call_id", "reasoning"}
+)  # fmt: skip
+_SESSION_SKIP = frozenset({"message_count", "last_activity_at", "last_active_at"})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+class HermesDB:
+    """One Hermes ``state.db``, open read-only. Use as a context manager."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.conn = self._open(path)
+            self.session_columns = self._columns("sessions")
+            self.message_columns = self._columns("messages")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the Hermes database {path}: {exc}") from exc
+        for needed, have in (("id", self.session_columns), ("session_id", self.message_columns)):
+            if needed not in have:
+                raise StoreError(
+                    f"{path} is not a Hermes state.db (its sessions/messages tables lack "
+                    f"{needed!r}); nothing was imported"
+                )
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        uri = path.resolve().as_uri()
+        try:
+            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+        conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
+        return conn
+
+    def _columns(self, table: str) -> list[str]:
+        rows = self.conn.execute(f"PRAGMA table_info({table})").fetchall()
+        if not rows:
+            raise sqlite3.OperationalError(f"no table {table!r}")
+        return [str(row[1]) for row in rows]
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    def __enter__(self) -> HermesDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def count_messages(self) -> int:
+        """Messages in the database."""
+        return int(self.conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+
+    def session_order(self) -> list[tuple[str, str | None]]:
+        """``(id, parent id)`` of every session, parents before their children (then by
+        start time); a parent that is not in the database is reported as None."""
+        has_parent = "parent_session_id" in self.session_columns
+        start = "started_at" if "started_at" in self.session_columns else "rowid"
+        parent = "parent_session_id" if has_parent else "NULL"
+        rows = self.conn.execute(f"SELECT id, {parent} FROM sessions ORDER BY {start}, id")
+        pairs = [(str(sid), None if p is None else str(p)) for sid, p in rows]
+        known = {sid for sid, _ in pairs}
+        children: dict[str | None, list[str]] = {}
+        for sid, pid in pairs:
+            children.setdefault(pid if pid in known and pid != sid else None, []).append(sid)
+        ordered: list[tuple[str, str | None]] = []
+        parents = dict(pairs)
+        stack = list(reversed(children.get(None, [])))
+        while stack:
+            sid = stack.pop()
+            pid = parents[sid]
+            ordered.append((sid, pid if pid in known and pid != sid else None))
+            stack.extend(reversed(children.get(sid, [])))
+        placed = {sid for sid, _ in ordered}
+        ordered.extend((sid, None) for sid, _ in pairs if sid not in placed)  # cycles
+        return ordered
+
+    def session_row(self, session_id: str) -> dict[str, Any]:
+        """Every column of one session."""
+        cursor = self.conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        row = cursor.fetchone()
+        return dict(zip(self.session_columns, map(_plain, row), strict=False))
+
+    def messages(self, session_id: str) -> Iterator[dict[str, Any]]:
+        """Every column of each message of one session, in id order."""
+        cursor = self.conn.execute(
+            "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+        )
+        columns = self.message_columns
+        for row in cursor:
+            yield dict(zip(columns, map(_plain, row), strict=False))
+
+
+def _extra(row: dict[str, Any], used: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in used and v not in (None, "")}
+
+
+def _tool_calls(raw: Any, extra: dict[str, Any]) -> list[Any] | None:
+    if raw in (None, "", "null", "[]"):
+        return None
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        extra["tool_calls"] = raw
+        return None
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list):
+        return value
+    extra["tool_calls"] = raw
+    return None
+
+
+def message_record(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``MessageRecord`` dict (the export shape) for one Hermes message row."""
+    extra = _extra(row, _MESSAGE_FIELDS)
+    reasoning = row.get("reasoning") or row.get("reasoning_content")
+    if reasoning and not row.get("reasoning"):
+        extra.pop("reasoning_content", None)
+    content = row.get("content")
+    return {
+        "id": int(row["id"]),
+        "session_id": str(row["session_id"]),
+        "role": str(row.get("role") or "user"),
+        "content": "" if content is None else str(content),
+        "timestamp": float(row.get("timestamp") or 0.0),
+        "tool_name": row.get("tool_name") or None,
+        "tool_calls": _tool_calls(row.get("tool_calls"), extra),
+        "tool_call_id": row.get("tool_call_id") or None,
+        "reasoning": str(reasoning) if reasoning else None,
+        "metadata": {"hermes": extra} if extra else {},
+    }
+
+
+def _field(name: str, value: Any) -> Any:
+    if name in _INT_FIELDS:
+        return int(value or 0)
+    if name in _FLOAT_FIELDS:
+        return None if value is None else float(value)
+    if name in _STR_FIELDS:
+        return "" if value is None else str(value)
+    return value
+
+
+def session_record(
+    row: dict[str, Any], parent: str | None, messages: int, last_message: float
+) -> dict[str, Any]:
+    """A ``SessionRecord`` dict (the export shape) for one Hermes session row, with its
+    checked ``parent`` and the count and newest time of the messages imported with it."""
+    record: dict[str, Any] = {
+        name: _field(name, row[name]) for name in _SESSION_FIELDS if name in row
+    }
+    record["id"] = str(row["id"])
+    record["source"] = str(row.get("source") or "import")
+    record["user_id"] = None if row.get("user_id") in (None, "") else str(row["user_id"])
+    record["parent_session_id"] = parent
+    started = float(row.get("started_at") or last_message or 0.0)
+    record["started_at"] = started
+    active = row.get("last_activity_at") or row.get("last_active_at")
+    record["last_active_at"] = max(float(active or 0.0), last_message, started)
+    record["message_count"] = messages
+    extra = _extra(row, frozenset(_SESSION_FIELDS) | _SESSION_SKIP)
+    if row.get("parent_session_id") and parent is None:
+        extra["parent_session_id"] = row["parent_session_id"]
+    record["metadata"] = {"hermes": extra} if extra else {}
+    return record
