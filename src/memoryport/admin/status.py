@@ -14,6 +14,7 @@ from typing import Any
 
 from memoryport.admin.curated import usage_summary
 from memoryport.admin.facts import status_details
+from memoryport.admin.pause import pause_state
 from memoryport.admin.providers import Discovery, discover, load, probe_health
 from memoryport.config import (
     Config,
@@ -116,7 +117,8 @@ def gather_status(home: Path, *, probe: bool = True) -> dict[str, Any]:
 
     Keys: ``home``, ``profile``, ``config_path``, ``config_error``/``env_error`` (when
     unreadable), ``builtin`` (curated memory per target), ``provider`` (None for built-in
-    only), ``providers`` (installed: name, source, version), ``discovery_problems``.
+    only), ``providers`` (installed: name, source, version), ``discovery_problems``,
+    ``pause`` (what is paused: ``memoryport.admin.pause``).
     """
     data: dict[str, Any] = {
         "home": str(home),
@@ -141,4 +143,5 @@ def gather_status(home: Path, *, probe: bool = True) -> dict[str, Any]:
         for n, i in found.providers.items()
     ]
     data["discovery_problems"] = found.problems
+    data["pause"] = pause_state(home).to_dict()
     return data

@@ -76,6 +76,8 @@ _COMMANDS = (
     ("memoryport.cli.chat", "chat_command"),
     ("memoryport.cli.sessions", "sessions_group"),
     ("memoryport.cli.facts", "facts_group"),
+    ("memoryport.cli.ui", "ui_command"),
+    ("memoryport.cli.audit", "audit_command"),
     ("memoryport.cli.serve", "serve_command"),
 )
 
