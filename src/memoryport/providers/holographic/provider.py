@@ -324,6 +324,21 @@ class HolographicProvider(MemoryProvider):
             store.add(FactInput(content, category, "", None, None, provenance,
                                 source_text=content))
 
+    # ------------------------------------------------------------------ portability
+    def export(self, directory: Path, *, home: Path) -> dict[str, Any]:
+        """``PortableProvider`` hook: write the facts and turns of ``home`` under
+        ``directory`` (``memoryport export``; see ``providers.holographic.portable``)."""
+        from memoryport.providers.holographic.portable import export_db
+
+        return export_db(home / DB_NAME, directory)
+
+    def import_(self, directory: Path, *, home: Path, source: str) -> dict[str, Any]:
+        """``PortableProvider`` hook: restore (empty store) or merge what ``export``
+        wrote; each fact written records ``source`` in an ``import`` revision."""
+        from memoryport.providers.holographic.portable import import_db
+
+        return import_db(home / DB_NAME, directory, source=source)
+
     def shutdown(self) -> None:
         """Close the store (idempotent)."""
         store, self.store = self.store, None
