@@ -31,6 +31,7 @@ from __future__ import annotations
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from memoryport.config.schema import ConfigField
@@ -41,6 +42,7 @@ __all__ = [
     "MemoryProvider",
     "MemoryWriteListener",
     "MemoryWriteSource",
+    "PortableProvider",
     "is_builtin",
     "mark_builtin",
 ]
@@ -60,6 +62,27 @@ class MemoryWriteSource(Protocol):
 
     def set_memory_write_listener(self, listener: MemoryWriteListener) -> None:
         """Receive the callback to call after each successful write."""
+
+
+@runtime_checkable
+class PortableProvider(Protocol):
+    """Optional capability: a provider whose data travels in ``memoryport export`` and
+    ``memoryport import`` (one archive of a whole home; see docs/migration.md).
+
+    ``export`` writes the provider's data as files under ``directory`` (JSONL by
+    convention) and returns a small JSON-ready dict for the archive manifest (``format``,
+    ``version``, ``counts``). ``import_`` reads those files back into ``home``: exactly
+    into an empty store, merging into one that holds data (what is there already is
+    skipped, so importing twice adds nothing), recording ``source`` (e.g.
+    ``"import:backup.zip"``) in its provenance; it returns counts. Both run in the
+    caller's thread, outside any session, whether or not the provider was initialized.
+    """
+
+    def export(self, directory: Path, *, home: Path) -> dict[str, Any]:
+        """Write this provider's data under ``directory``; return manifest details."""
+
+    def import_(self, directory: Path, *, home: Path, source: str) -> dict[str, Any]:
+        """Restore what ``export`` wrote under ``directory`` into ``home``; return counts."""
 
 _BUILTIN_OBJECTS: weakref.WeakSet[Any] = weakref.WeakSet()
 
