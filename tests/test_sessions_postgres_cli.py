@@ -22,7 +22,7 @@ _BAD_DSN = "postgresql://bob:hunter2@127.0.0.1:1/mydb"  # nothing listens on por
 
 def _use_postgres(home: Path, dsn: str) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    config = {"sessions": {"backend": "postgres", "dsn": dsn}}
+    config = {"storage": {"backend": "postgres", "dsn": dsn}}
     (home / "config.yaml").write_text(yaml.safe_dump(config))
 
 
@@ -36,7 +36,7 @@ def test_a_bad_dsn_fails_in_one_line_without_the_password(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith("Error: cannot connect to PostgreSQL at bob@127.0.0.1:1/mydb")
-    assert "sessions.dsn" in lines[0] and "hunter2" not in result.output
+    assert "storage.dsn" in lines[0] and "hunter2" not in result.output
     assert not [r for r in caplog.records if r.name.startswith("psycopg")]
 
 
@@ -54,7 +54,7 @@ def test_doctor_checks_the_postgres_backend(tmp_path: Path, pg_server: pgserver.
     assert result.exit_code == 1
     check = next(c for c in json.loads(result.stdout)["checks"] if c["name"] == "sessions")
     assert check["status"] == "fail" and "127.0.0.1:1" in check["detail"]
-    assert "sessions.dsn" in check["fix"] and "hunter2" not in result.output
+    assert "storage.dsn" in check["fix"] and "hunter2" not in result.output
     _use_postgres(tmp_path, pg_server.uri)
     result = CliRunner().invoke(main, ["--home", str(tmp_path), "doctor", "--json"])
     check = next(c for c in json.loads(result.stdout)["checks"] if c["name"] == "sessions")

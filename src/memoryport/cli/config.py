@@ -41,9 +41,9 @@ def _render(value: Any) -> str:
 def _masked(home: Path, dotted: str, value: Any) -> Any:
     """``value`` of ``dotted`` as it may be shown: secrets become ``***``."""
     section, _, key = dotted.partition(".")
-    if dotted == "sessions.dsn" and isinstance(value, str):
+    if dotted in ("sessions.dsn", "storage.dsn") and isinstance(value, str):
         return mask_dsn(value)
-    if section in ("memory", "sessions", "agent") or value in (None, ""):
+    if section in ("memory", "sessions", "storage", "agent") or value in (None, ""):
         return value
     if looks_secret(key) or key in secret_fields(home).get(section, {}):
         return HIDDEN

@@ -5,8 +5,8 @@ Everything memoryport writes lives under one *home* directory::
     resolve_home()                       # $MEMORYPORT_HOME or ~/.memoryport
     resolve_home(profile="work")         # <home>/profiles/work
 
-``config.yaml`` holds a ``memory:``, a ``sessions:`` and an ``agent:`` block plus one
-section per provider (the top-level key is the provider name). Secrets live in
+``config.yaml`` holds a ``memory:``, a ``sessions:``, a ``storage:`` and an ``agent:`` block
+plus one section per provider (the top-level key is the provider name). Secrets live in
 ``<home>/.env`` (mode 0600); real environment variables override it. Nothing here does
 I/O at import time.
 """
@@ -18,7 +18,7 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_type_hints
@@ -42,6 +42,13 @@ from memoryport.config.providers import (
     validate_provider_config,
 )
 from memoryport.config.secrets import holds_secret
+from memoryport.config.storage import (
+    DEPRECATED_KEYS,
+    StorageSettings,
+    drop_keys,
+    resolve_storage,
+    storage_key,
+)
 from memoryport.errors import ConfigError
 
 __all__ = [
@@ -54,6 +61,7 @@ __all__ = [
     "ConfigWarning",
     "MemorySettings",
     "SessionSettings",
+    "StorageSettings",
     "block_fields",
     "coerce",
     "config_from_dict",
@@ -119,7 +127,7 @@ class MemorySettings:
 
 @dataclass(frozen=True)
 class SessionSettings:
-    """The ``sessions:`` block: where the searchable session history is stored."""
+    """The ``sessions:`` block; ``backend``/``dsn`` mirror ``storage:`` (deprecated keys)."""
 
     backend: str = "sqlite"
     dsn: str = ""
@@ -149,6 +157,7 @@ class Config:
     memory: MemorySettings = field(default_factory=MemorySettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
     agent: AgentSettings = field(default_factory=AgentSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
     hermes_sections: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -157,10 +166,14 @@ class Config:
         return {**self.hermes_sections.get(name, {}), **self.providers.get(name, {})}
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the YAML-ready form: the three blocks, then one key per provider."""
+        """The YAML-ready form: the blocks (without deprecated keys), then the providers."""
+        sessions = dataclasses.asdict(self.sessions)
+        for old in DEPRECATED_KEYS:
+            sessions.pop(old.partition(".")[2])
         data: dict[str, Any] = {
             "memory": dataclasses.asdict(self.memory),
-            "sessions": dataclasses.asdict(self.sessions),
+            "sessions": sessions,
+            "storage": dataclasses.asdict(self.storage),
             "agent": dataclasses.asdict(self.agent),
         }
         for name, section in self.providers.items():
@@ -171,6 +184,7 @@ class Config:
 _BLOCKS: dict[str, type[Any]] = {
     "memory": MemorySettings,
     "sessions": SessionSettings,
+    "storage": StorageSettings,
     "agent": AgentSettings,
 }
 
@@ -186,6 +200,7 @@ _CONSTRAINTS: dict[str, tuple[tuple[str, ...] | None, float | None]] = {
     "memory.history_max_age_days": (None, 0),
     "memory.history_max_revisions": (None, 1),
     "sessions.backend": (("sqlite", "postgres"), None),
+    "storage.backend": (("sqlite", "postgres"), None),
     "agent.compression_threshold_chars": (None, 1),
     "agent.max_tool_iterations": (None, 1),
 }
@@ -379,6 +394,7 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config") -> Config:
         }
         data = {**data, "memory": {k: v for k, v in memory_raw.items() if k not in hermes_sections}}
     blocks = {name: _build_block(name, data.get(name), source) for name in _BLOCKS}
+    blocks["storage"], blocks["sessions"] = resolve_storage(data, blocks, source, _warn)
     providers: dict[str, dict[str, Any]] = {}
     for key, value in data.items():
         if key in _BLOCKS:
@@ -447,18 +463,21 @@ def _merge(base: dict[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def save_config(home: Path, config_or_updates: Config | Mapping[str, Any]) -> Config:
+def save_config(
+    home: Path, config_or_updates: Config | Mapping[str, Any], *, drop: Sequence[str] = ()
+) -> Config:
     """Write ``config.yaml`` and return the resulting validated ``Config``.
 
     A ``Config`` or a mapping (``{"memory": {"provider": "x"}}``) is merged into what is
     on disk, so keys memoryport does not model (such as a Hermes provider's
     ``memory.<name>`` section) survive. The result is validated before anything is written.
+    ``drop`` names dotted keys removed from the file first (a deprecated key being moved).
     """
     path = config_path(home)
     updates = (
         config_or_updates.to_dict() if isinstance(config_or_updates, Config) else config_or_updates
     )
-    data = _merge(_read_yaml(path), updates)
+    data = _merge(drop_keys(_read_yaml(path), drop), updates)
     config = config_from_dict(data, source=str(path))
     with atomic_write(path, mode=_file_mode(path, data)) as handle:
         yaml.safe_dump(data, handle, sort_keys=False, default_flow_style=False)
@@ -561,6 +580,7 @@ def set_value(home: Path, dotted: str, value: Any) -> Config:
     _check_text("the key", dotted)
     if isinstance(value, str):
         _check_text(f"the value of {dotted}", value)
+    dotted, drop = storage_key(dotted, _warn)
     section, key = _split_key(dotted)
     if section in _BLOCKS:
         hints = _hints(_BLOCKS[section])
@@ -571,7 +591,7 @@ def set_value(home: Path, dotted: str, value: Any) -> Config:
         validate_name(section, "provider section")
         if isinstance(value, str):
             value = _guess_scalar(value)
-    return save_config(home, {section: {key: value}})
+    return save_config(home, {section: {key: value}}, drop=drop)
 
 
 def block_fields() -> dict[str, list[str]]:

@@ -78,16 +78,17 @@ def mask_config(
 ) -> dict[str, Any]:
     """A copy of a ``config.yaml`` mapping with every secret value replaced by ``***``.
 
-    Masked: the password in ``sessions.dsn``; in provider sections (top-level ones and
-    Hermes-style ``memory.<name>`` ones) each non-empty field that ``secret_keys[name]``
-    lists (a schema's ``secret: true`` fields) or whose name looks like a secret.
+    Masked: the password in ``storage.dsn`` (and its old spelling ``sessions.dsn``); in
+    provider sections (top-level ones and Hermes-style ``memory.<name>`` ones) each
+    non-empty field that ``secret_keys[name]`` lists (a schema's ``secret: true`` fields)
+    or whose name looks like a secret.
     """
     secret_keys = secret_keys or {}
     out: dict[str, Any] = {}
     for name, section in data.items():
         if not isinstance(section, Mapping):
             out[name] = section
-        elif name == "sessions":
+        elif name in ("sessions", "storage"):
             dsn = section.get("dsn")
             out[name] = {**section, "dsn": mask_dsn(dsn)} if isinstance(dsn, str) else section
         elif name == "memory":  # Hermes-style provider sections nest under memory:

@@ -28,7 +28,7 @@ CONNECT_TIMEOUT_S = 5.0
 """Default seconds the first connection may take before the store gives up."""
 
 HINT = (
-    "check the host, port, database and user in sessions.dsn, that the server is running "
+    "check the host, port, database and user in storage.dsn, that the server is running "
     "and reachable, and the password (in the DSN, PGPASSWORD in the environment or "
     "<home>/.env, or ~/.pgpass)"
 )
@@ -77,7 +77,7 @@ def connection_problem(conninfo: str, timeout: float = CONNECT_TIMEOUT_S) -> str
         params = conninfo_to_dict(conninfo)
     except psycopg.Error as exc:
         reason = _redact(_one_line(str(exc)))
-        return f"sessions.dsn is not a valid PostgreSQL connection string: {reason}"
+        return f"storage.dsn is not a valid PostgreSQL connection string: {reason}"
     extra: dict[str, object] = {"application_name": "memoryport"}
     if "connect_timeout" not in params:
         extra["connect_timeout"] = max(2, round(timeout))
