@@ -73,7 +73,7 @@ def serve_command(
         import anyio
 
         from memoryport.mcp import ServeOptions, build_server
-        from memoryport.mcp.http import LoopbackError, http_app
+        from memoryport.mcp.http import is_loopback
     except ImportError as exc:
         raise click.ClickException(
             f"the MCP server needs the mcp extra ({exc}); install it with: "
@@ -84,15 +84,17 @@ def serve_command(
         raise click.UsageError("--token/--tokens-file apply to --http only (stdio has no auth)")
     options = ServeOptions(user_id=user_id, max_argument_bytes=max_argument_bytes,
                            max_clients=max_clients, tokens=tokens)
+    if use_http and not tokens and not is_loopback(host):
+        raise click.UsageError(
+            f"refusing to listen on {host} without a bearer token: anyone who can reach it "
+            f"could read and write this memory. Pass --token (or {TOKEN_ENV}, or "
+            "--tokens-file), or bind 127.0.0.1."
+        )
     resolved = get_home(None, home)
     server = build_server(resolved, options)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         if use_http:
-            try:
-                http_app(server, host=host, path=http_path)  # refuse before binding
-            except LoopbackError as exc:
-                raise click.UsageError(str(exc)) from None
             click.echo(f"memoryport MCP server on http://{host}:{port}{http_path}", err=True)
             anyio.run(_run_http, server, host, port, http_path)
         else:

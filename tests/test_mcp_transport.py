@@ -1,0 +1,270 @@
+"""``memoryport serve`` as a real subprocess: stdio and streamable HTTP on 127.0.0.1, with
+the real ``mcp`` client; bearer tokens, user scoping, per-client sessions, malformed
+JSON-RPC and a client that disconnects mid-request (nothing written, still serving)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from click.testing import CliRunner
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+import memoryport
+from memoryport.admin.curated import open_curated
+from memoryport.cli import main
+from memoryport.mcp.clients import META_USER_KEY
+
+CLI = [sys.executable, "-c", "from memoryport.cli import main; main()"]
+TOKENS = {"tok-alice-0123456789": "alice", "tok-bob-0123456789": "bob"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError("server did not start")
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    home = tmp_path_factory.mktemp("mcp-http-home")
+    tokens = home / "tokens.json"
+    tokens.write_text(json.dumps(TOKENS))
+    port = free_port()
+    proc = subprocess.Popen(
+        [*CLI, "--home", str(home), "serve", "--http", "--port", str(port),
+         "--tokens-file", str(tokens), "--max-argument-bytes", "2048"],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp", home
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert proc.returncode == 0  # a clean stop: sessions closed
+
+
+@asynccontextmanager
+async def http_client(url: str, token: str, mode: str = "legacy") -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        yield client
+
+
+def data(result: Any) -> dict[str, Any]:
+    assert result.content, result
+    out: dict[str, Any] = json.loads(result.content[0].text)
+    return out
+
+
+ALICE, BOB = list(TOKENS)
+
+
+def test_stdio_subprocess_serves_tools_and_resources(tmp_path: Path) -> None:
+    params = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "--home", str(tmp_path),
+                                                         "serve"])
+
+    async def body() -> tuple[Any, Any]:
+        async with Client(params) as client:
+            added = await client.call_tool(
+                "memory", {"action": "add", "target": "memory", "content": "stdio note"}
+            )
+            return added, await client.read_resource("memory://MEMORY.md")
+
+    added, memory_md = anyio.run(body)
+    assert data(added)["success"] is True
+    assert "stdio note" in memory_md.contents[0].text
+    assert open_curated(tmp_path).entries("memory") == ["stdio note"]
+
+
+def test_stdio_malformed_json_rpc_gets_errors_and_the_server_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    lines = [
+        "this is not json",
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": 7}}),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "no/such/method"}),
+        json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "memory", "arguments": {"action": "add", "target": "memory",
+                                            "content": "after the junk"}}}),
+    ]
+    proc = subprocess.Popen([*CLI, "--home", str(tmp_path), "serve"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    replies: dict[Any, dict[str, Any]] = {}
+    try:
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        while 4 not in replies:
+            line = proc.stdout.readline()
+            assert line, "the server stopped"
+            reply = json.loads(line)
+            replies[reply.get("id")] = reply
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert replies[2]["error"]["code"] == -32602
+    assert replies[3]["error"]["code"] == -32601
+    assert json.loads(replies[4]["result"]["content"][0]["text"])["success"] is True
+    assert open_curated(tmp_path).entries("memory") == ["after the junk"]
+    assert proc.returncode == 0
+
+
+def test_http_tokens_scope_users_and_clients_get_their_own_sessions(
+    http_server: tuple[str, Path],
+) -> None:
+    url, home = http_server
+
+    async def body() -> tuple[Any, ...]:
+        async with http_client(url, ALICE) as a1, http_client(url, ALICE) as a2:
+            t1 = data(await a1.call_tool("remember_turn", {"user": "alice plans Lisbon",
+                                                           "assistant": "ok"}))
+            t2 = data(await a2.call_tool("remember_turn", {"user": "alice second client",
+                                                           "assistant": "ok"}))
+            await a1.call_tool("memory", {"action": "add", "target": "user",
+                                          "content": "Alice drinks tea"})
+        async with http_client(url, BOB, mode="auto") as bob:
+            search = data(await bob.call_tool("session_search", {"query": "Lisbon"}))
+            profile = await bob.read_resource("memory://USER.md")
+            with pytest.raises(MCPError) as hidden:
+                await bob.read_resource(f"memory://sessions/{t1['session_id']}")
+            with pytest.raises(MCPError) as claimed:
+                await bob.call_tool("session_search", {"query": "x"},
+                                    meta={META_USER_KEY: "alice"})
+        return t1, t2, search, profile, hidden.value, claimed.value
+
+    t1, t2, search, profile, hidden, claimed = anyio.run(body)
+    assert t1["session_id"] != t2["session_id"]  # one session per connected client
+    assert search["count"] == 0 and profile.contents[0].text == ""
+    assert "no session" in hidden.message
+    assert "bound to another user" in claimed.message
+    assert open_curated(home, "alice").entries("user") == ["Alice drinks tea"]
+    assert open_curated(home, "bob").entries("user") == []
+
+
+def test_http_missing_or_wrong_bearer_is_refused_and_writes_nothing(
+    http_server: tuple[str, Path],
+) -> None:
+    url, home = http_server
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "memory", "arguments": {"action": "add", "target": "memory",
+                                        "content": "intruder"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic abc"}):
+        reply = httpx.post(url, json=call, headers={**accept, **headers}, timeout=30)
+        assert reply.status_code == 401
+        assert reply.json()["error"]["message"]
+        assert reply.headers["www-authenticate"].startswith("Bearer")
+    assert "intruder" not in "".join(open_curated(home).entries("memory"))
+
+    async def body() -> Any:
+        async with http_client(url, BOB) as client:
+            return await client.call_tool("session_search", {"query": "x"})
+
+    assert not anyio.run(body).is_error  # still serving
+
+
+def test_http_malformed_oversized_and_cut_requests_change_nothing(
+    http_server: tuple[str, Path],
+) -> None:
+    url, home = http_server
+    auth = {"Authorization": f"Bearer {BOB}", "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json"}
+    junk = httpx.post(url, content=b"{not json", headers=auth, timeout=30)
+    assert junk.status_code == 400 and junk.json()["error"]["code"] == -32700
+    port = int(url.split(":")[2].split("/")[0])
+    body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "memory", "arguments": {"action": "add", "target": "user", "content": "cut"}}})
+    with socket.create_connection(("127.0.0.1", port), 5) as sock:  # disconnects mid-request
+        sock.sendall(
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {BOB}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body) + 500}\r\n\r\n"
+            f"{body}".encode()
+        )
+
+    async def calls() -> tuple[MCPError, Any]:
+        async with http_client(url, BOB) as client:
+            with pytest.raises(MCPError) as big:
+                await client.call_tool("memory", {"action": "add", "target": "user",
+                                                  "content": "z" * 4000})
+            return big.value, await client.call_tool("session_search", {"query": "x"})
+
+    big, after = anyio.run(calls)
+    assert big.code == -32602 and "2048" in big.message
+    assert not after.is_error
+    assert open_curated(home, "bob").entries("user") == []
+
+
+def test_http_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["--home", str(tmp_path), "serve", "--http", "--host", "0.0.0.0"],
+        env={"MEMORYPORT_MCP_TOKEN": None},
+    )
+    assert result.exit_code == 2
+    assert "without a bearer token" in result.output and "--token" in result.output
+    assert not (tmp_path / "state.db").exists()  # refused before opening anything
+
+
+def test_tokens_file_must_be_a_mapping(tmp_path: Path) -> None:
+    bad = tmp_path / "tokens.json"
+    bad.write_text('["just-a-token"]')
+    result = CliRunner().invoke(
+        main, ["--home", str(tmp_path), "serve", "--http", "--tokens-file", str(bad)]
+    )
+    assert result.exit_code == 2 and "JSON object" in result.output
+
+
+def test_http_server_stops_cleanly_and_closes_sessions(tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen([*CLI, "--home", str(tmp_path), "serve", "--http", "--port",
+                             str(port)], stderr=subprocess.PIPE)
+    try:
+        wait_for_port(port, proc)
+
+        async def body() -> dict[str, Any]:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                return data(await client.call_tool("remember_turn",
+                                                   {"user": "u", "assistant": "a"}))
+
+        turn = anyio.run(body)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
+    with memoryport.open(tmp_path) as memory:
+        assert memory.sessions.get_session(turn["session_id"]).end_reason == "close"
