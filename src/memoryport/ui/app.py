@@ -22,6 +22,7 @@ import ipaddress
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,12 +96,20 @@ def _highlight(snippet: str) -> Markup:
     return Markup(text.replace("&gt;&gt;&gt;", "<mark>").replace("&lt;&lt;&lt;", "</mark>"))
 
 
+def _when(ts: Any) -> str:
+    """A Unix time as ``YYYY-MM-DD HH:MM`` UTC ("" for none)."""
+    if not isinstance(ts, int | float) or not ts:
+        return ""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
+
+
 def _templates() -> Jinja2Templates:
     env = Environment(
         loader=FileSystemLoader(str(HERE / "templates")),
         autoescape=select_autoescape(default=True, default_for_string=True),
     )
     env.filters["highlight"] = _highlight
+    env.filters["when"] = _when
     return Jinja2Templates(env=env)
 
 
