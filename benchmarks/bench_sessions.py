@@ -1,7 +1,13 @@
 """Session store benchmark: ingest throughput, size on disk, search/discover latency.
 
     python benchmarks/bench_sessions.py [--sizes 100000,1000000] [--queries 30]
-        [--workdir DIR --reuse]
+        [--workdir DIR --reuse] [--backend sqlite|postgres|both] [--dsn postgresql://...]
+
+``--backend postgres`` (or ``both``: SQLite and PostgreSQL from the same run) measures the
+PostgreSQL session store on ``--dsn``, or, without one, on the distribution's PostgreSQL
+started for the run (``tests/pgserver.py``) with durability back on (``fsync``,
+``synchronous_commit``, ``full_page_writes``: the defaults a real server has). Each size
+gets its own schema; ``--reuse`` keeps it (named ``bench_<n>``) like the SQLite files.
 
 ``--reuse`` keeps the batched databases in ``--workdir`` and, when one already exists,
 skips both ingest runs for that size and measures latency on it (the 1M build takes
@@ -30,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryport.providers.sessions import create_sessions_provider
+from memoryport.storage.sessions.base import SessionStore
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
@@ -98,7 +105,45 @@ def corpus(n: int, seed: int = 7) -> Iterator[tuple[dict[str, Any], list[dict[st
         yield session, messages
 
 
-def _create(store: SQLiteSessionStore, session: dict[str, Any]) -> str:
+class Backend:
+    """Where one benchmark run keeps its stores (SQLite files in ``workdir``)."""
+
+    name = "sqlite"
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+
+    def open(self, label: str) -> SessionStore:
+        """Open (creating) the store called ``label``."""
+        return SQLiteSessionStore(self.workdir / f"{label}.db")
+
+    def exists(self, label: str) -> bool:
+        """True when a store called ``label`` was kept from an earlier run."""
+        return (self.workdir / f"{label}.db").exists()
+
+    def finish(self, store: SessionStore) -> None:
+        """Flush after ingest (SQLite: checkpoint the WAL) and close."""
+        assert isinstance(store, SQLiteSessionStore)
+        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.close()
+
+    def size(self, label: str) -> int:
+        """Bytes the store takes on disk (tables and indexes)."""
+        return os.path.getsize(self.workdir / f"{label}.db")
+
+    def drop(self, label: str) -> None:
+        """Delete the store called ``label``."""
+        (self.workdir / f"{label}.db").unlink(missing_ok=True)
+
+    def describe(self) -> dict[str, Any]:
+        """Engine name and version for the report."""
+        return {"backend": "sqlite", "version": __import__("sqlite3").sqlite_version}
+
+    def close(self) -> None:
+        """Release what the backend started (nothing for SQLite)."""
+
+
+def _create(store: SessionStore, session: dict[str, Any]) -> str:
     return store.create_session(
         session["session_id"],
         source=session["source"],
@@ -107,9 +152,9 @@ def _create(store: SQLiteSessionStore, session: dict[str, Any]) -> str:
     ).id
 
 
-def ingest_single(path: Path, n: int) -> float:
+def ingest_single(backend: Backend, label: str, n: int) -> float:
     """Messages per second with one append_message call (one transaction) per message."""
-    store = SQLiteSessionStore(path)
+    store = backend.open(label)
     start, count = time.perf_counter(), 0
     for session, messages in corpus(n, seed=1):
         sid = _create(store, session)
@@ -121,9 +166,9 @@ def ingest_single(path: Path, n: int) -> float:
     return rate
 
 
-def ingest_batched(path: Path, n: int) -> tuple[float, int]:
+def ingest_batched(backend: Backend, label: str, n: int) -> tuple[float, int]:
     """Messages per second with one append_messages call per session; raw text bytes."""
-    store = SQLiteSessionStore(path)
+    store = backend.open(label)
     raw, count, elapsed = 0, 0, 0.0
     for session, messages in corpus(n):
         raw += sum(len(m["content"].encode()) for m in messages)
@@ -132,8 +177,7 @@ def ingest_batched(path: Path, n: int) -> tuple[float, int]:
         store.append_messages(sid, messages)
         elapsed += time.perf_counter() - start
         count += len(messages)
-    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    store.close()
+    backend.finish(store)
     return count / elapsed, raw
 
 
@@ -170,9 +214,8 @@ def _pct(values: list[float], p: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 2)
 
 
-def latency(path: Path, rounds: int) -> dict[str, Any]:
+def latency(store: SessionStore, rounds: int) -> dict[str, Any]:
     """p50/p95 of search_messages (limit 20) and of the discover tool call per class."""
-    store = SQLiteSessionStore(path)
     provider = create_sessions_provider(store)
     provider.initialize("none")
     out: dict[str, Any] = {}
@@ -201,27 +244,36 @@ def latency(path: Path, rounds: int) -> dict[str, Any]:
         "discover_p50_ms": _pct(browse_t, 0.5),
         "discover_p95_ms": _pct(browse_t, 0.95),
     }
-    store.close()
     return out
 
 
-def run_size(n: int, rounds: int, workdir: Path, *, reuse: bool = False) -> dict[str, Any]:
-    """Every measurement at one corpus size (``reuse``: an existing database skips ingest)."""
+def run_size(n: int, rounds: int, backend: Backend, *, reuse: bool = False) -> dict[str, Any]:
+    """Every measurement at one corpus size (``reuse``: an existing store skips ingest)."""
     single_n = min(n, 20_000)
-    path = workdir / f"batched-{n}.db"
+    label = f"batched_{n}"
+    raw_path = backend.workdir / f"{backend.name}-{label}.raw"
     single: float | None = None
     batched: float | None = None
     raw: int | None = None
-    if reuse and path.exists():
-        raw_path = path.with_suffix(".raw")
+    if reuse and backend.exists(label):
         raw = int(raw_path.read_text()) if raw_path.exists() else None
     else:
-        single = ingest_single(workdir / f"single-{n}.db", single_n)
-        (workdir / f"single-{n}.db").unlink(missing_ok=True)
-        batched, raw = ingest_batched(path, n)
-        path.with_suffix(".raw").write_text(str(raw))
-    size = os.path.getsize(path)
+        backend.drop(label)
+        single = ingest_single(backend, f"single_{n}", single_n)
+        backend.drop(f"single_{n}")
+        batched, raw = ingest_batched(backend, label, n)
+        raw_path.write_text(str(raw))
+    size = backend.size(label)
+    load = [round(x, 2) for x in os.getloadavg()]
+    store = backend.open(label)
+    try:
+        measured = latency(store, rounds)
+    finally:
+        store.close()
+        if not reuse:
+            backend.drop(label)
     return {
+        **backend.describe(),
         "messages": n,
         "ingest_single_msg_s": None if single is None else round(single),
         "ingest_single_n": single_n,
@@ -230,14 +282,14 @@ def run_size(n: int, rounds: int, workdir: Path, *, reuse: bool = False) -> dict
         "db_mb": round(size / 1e6, 2),
         "db_over_raw": None if raw is None else round(size / raw, 2),
         "bytes_per_message": round(size / n, 1),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-        "latency": latency(path, rounds),
+        "load_average": load,
+        "latency": measured,
     }
 
 
 def _print(report: dict[str, Any]) -> None:
     for res in report["sizes"]:
-        print(f"\n== {res['messages']:,} messages ==")
+        print(f"\n== {res['backend']} {res['version']}: {res['messages']:,} messages ==")
         print(
             f"ingest one-by-one: {res['ingest_single_msg_s']} msg/s "
             f"(first {res['ingest_single_n']:,}); batched: {res['ingest_batched_msg_s']} msg/s"
@@ -259,6 +311,19 @@ def _print(report: dict[str, Any]) -> None:
             )
 
 
+def _backends(args: argparse.Namespace, workdir: Path) -> list[Backend]:
+    names = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
+    out: list[Backend] = []
+    for name in names:
+        if name == "sqlite":
+            out.append(Backend(workdir))
+        else:
+            from _bench_pg import PostgresBackend
+
+            out.append(PostgresBackend(workdir, args.dsn, keep=args.reuse))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -269,20 +334,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--reuse",
         action="store_true",
-        help="keep databases in --workdir and reuse an existing one (skips its ingest)",
+        help="keep stores in --workdir (PostgreSQL: schemas) and reuse one (skips its ingest)",
     )
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="sqlite")
+    parser.add_argument("--dsn", default="", help="PostgreSQL to use (default: start one)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    if args.reuse:
-        if args.workdir is None:
-            parser.error("--reuse needs --workdir")
+    if args.reuse and args.workdir is None:
+        parser.error("--reuse needs --workdir")
+    if args.workdir is not None:
         args.workdir.mkdir(parents=True, exist_ok=True)
-        results = [run_size(n, args.queries, args.workdir, reuse=True) for n in sizes]
-    else:
-        if args.workdir is not None:
-            args.workdir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
-            results = [run_size(n, args.queries, Path(tmp)) for n in sizes]
+    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+        workdir = args.workdir if args.reuse else Path(tmp)
+        backends = _backends(args, workdir)
+        try:
+            results = [
+                run_size(n, args.queries, b, reuse=args.reuse) for n in sizes for b in backends
+            ]
+        finally:
+            for b in backends:
+                b.close()
     report = {"sqlite_version": __import__("sqlite3").sqlite_version, "sizes": results}
     _print(report)
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,88 @@
+"""The PostgreSQL side of ``bench_sessions.py``: one schema per store on one server.
+
+Without ``--dsn`` the distribution's PostgreSQL (with ``pg_trgm``) is started for the run
+from ``tests/pgserver.py``; the test helper turns durability off, so it is turned back on
+here (``fsync``, ``full_page_writes``, ``synchronous_commit`` at their defaults): ingest
+figures then include a real WAL flush per commit, as on a production server.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from memoryport.storage.sessions.base import SessionStore
+from memoryport.storage.sessions.postgres import PostgresSessionStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import pgserver  # the test suite's server helper
+
+__all__ = ["PostgresBackend"]
+
+
+class PostgresBackend:
+    """Stores are schemas ``<label>`` in one database; sizes are relation sizes."""
+
+    name = "postgres"
+
+    def __init__(self, workdir: Path, dsn: str = "", *, keep: bool = False) -> None:
+        self.workdir = workdir
+        self.keep = keep
+        self.server: pgserver.PgServer | None = None
+        if not dsn:
+            self.server = pgserver.start_system_server()
+            dsn = self.server.uri
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                for name in ("fsync", "full_page_writes", "synchronous_commit"):
+                    conn.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(name)))
+                conn.execute("SELECT pg_reload_conf()")
+        self.dsn = dsn
+
+    def _sql(self, query: sql.Composable, params: tuple[Any, ...] = ()) -> Any:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            row = conn.execute(query, params).fetchone()
+        return None if row is None else row[0]
+
+    def open(self, label: str) -> SessionStore:
+        """Open (creating) the store in schema ``label``."""
+        return PostgresSessionStore(self.dsn, schema=label)
+
+    def exists(self, label: str) -> bool:
+        """True when schema ``label`` holds a store."""
+        found = self._sql(sql.SQL("SELECT to_regclass(%s)"), (f"{label}.messages",))
+        return found is not None
+
+    def finish(self, store: SessionStore) -> None:
+        """Analyze the new tables (as autovacuum soon would) and close."""
+        assert isinstance(store, PostgresSessionStore)
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("VACUUM ANALYZE {}.messages").format(sql.Identifier(store.schema)))
+            conn.execute(sql.SQL("ANALYZE {}.sessions").format(sql.Identifier(store.schema)))
+        store.close()
+
+    def size(self, label: str) -> int:
+        """Bytes of every table, index and TOAST relation in the schema."""
+        query = sql.SQL(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s"
+            " AND c.relkind = 'r'"
+        )
+        return int(self._sql(query, (label,)))
+
+    def drop(self, label: str) -> None:
+        """Drop schema ``label``."""
+        pgserver.drop_schema(self.dsn, label)
+
+    def describe(self) -> dict[str, Any]:
+        """Engine name and version for the report."""
+        version = self._sql(sql.SQL("SHOW server_version"))
+        return {"backend": "postgres", "version": str(version).split()[0]}
+
+    def close(self) -> None:
+        """Stop the server this run started (a ``--dsn`` server is left alone)."""
+        if self.server is not None:
+            self.server.stop()
