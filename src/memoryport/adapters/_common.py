@@ -14,12 +14,14 @@ from typing import Any
 
 from memoryport.aio import AsyncMemory
 from memoryport.api import Memory
+from memoryport.fence import scrub_text
 from memoryport.turn import Turn
 
 __all__ = [
     "ToolRunner",
     "ToolSpec",
     "TurnTracker",
+    "answer_text",
     "fenced_block",
     "sync_memory",
     "tool_specs",
@@ -51,6 +53,12 @@ def fenced_block(turn: Turn | None) -> str:
         return ""
     content = turn.api_user_message("")
     return content.lstrip("\n") if isinstance(content, str) else ""
+
+
+def answer_text(text: str | None) -> str | None:
+    """The model's answer as it is stored: any ``<memory-context>`` span the model echoed
+    removed (``fence.scrub_text``), so recalled memory never reaches history."""
+    return None if text is None else scrub_text(text)
 
 
 def request_text(turn: Turn | None, text: str) -> str:
@@ -141,6 +149,7 @@ class TurnTracker:
                 return turn  # the same question seen again: one recall per turn
             await self._settle(messages[:-1] if trailing_user else messages)
             if trailing_user and last is not None:
+                await self._end(None)  # still open: the user moved on without an answer
                 self.tools.turn = await asyncio.to_thread(self.memory.begin_turn, last[1])
             return self.turn
 
@@ -176,9 +185,8 @@ class TurnTracker:
         self.tools.turn = None
         if turn is None or turn.closed:
             return
-        await asyncio.to_thread(
-            self.memory.end_turn, turn, final_response, interrupted=final_response is None
-        )
+        final = answer_text(final_response)
+        await asyncio.to_thread(self.memory.end_turn, turn, final, interrupted=final is None)
 
 
 def _same(turn: Turn, said: Said | None) -> bool:

@@ -36,7 +36,13 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.runtime import Runtime
 
-from memoryport.adapters._common import ToolRunner, fenced_block, sync_memory, tool_specs
+from memoryport.adapters._common import (
+    ToolRunner,
+    answer_text,
+    fenced_block,
+    sync_memory,
+    tool_specs,
+)
 from memoryport.api import Memory
 
 __all__ = ["MemoryportMiddleware", "memory_tools"]
@@ -128,7 +134,7 @@ class MemoryportMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _end_open(self, final: str | None) -> None:
         turn, self.runner.turn = self.runner.turn, None
         if turn is not None and not turn.closed:
-            self.memory.end_turn(turn, final, interrupted=final is None)
+            self.memory.end_turn(turn, answer_text(final), interrupted=final is None)
 
     def _request(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         messages = list(request.messages)

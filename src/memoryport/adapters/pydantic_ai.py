@@ -33,7 +33,13 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
 
-from memoryport.adapters._common import ToolRunner, fenced_block, sync_memory, tool_specs
+from memoryport.adapters._common import (
+    ToolRunner,
+    answer_text,
+    fenced_block,
+    sync_memory,
+    tool_specs,
+)
 from memoryport.api import Memory
 from memoryport.types import flatten_content
 
@@ -156,4 +162,6 @@ class MemoryportCapability(AbstractCapability[Any]):
 
         turn, self.runner.turn = self.runner.turn, None
         if turn is not None and not turn.closed:
-            await asyncio.to_thread(self.memory.end_turn, turn, final, interrupted=interrupted)
+            await asyncio.to_thread(
+                self.memory.end_turn, turn, answer_text(final), interrupted=interrupted
+            )
