@@ -1,0 +1,148 @@
+"""The ``mem0`` provider's settings: the ``ConfigField`` schema and their resolution.
+
+Each key is read from the ``mem0:`` section of ``config.yaml`` (or ``memory.mem0:``),
+then from its environment variable (the environment, then ``<home>/.env``), then the
+default. ``api_key`` is a secret (``MEM0_API_KEY``, written to ``.env`` by setup).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memoryport.config import coerce, load_config
+from memoryport.config.envfile import get_secret
+from memoryport.config.schema import ConfigField, validate_config
+from memoryport.errors import ConfigError
+
+__all__ = ["BACKENDS", "CONFIG_SCHEMA", "MODES", "SCOPES", "Settings"]
+
+MODES = ("hybrid", "context", "tools")
+"""``hybrid``: recall injected and tools; ``context``: recall only; ``tools``: tools only."""
+
+BACKENDS = ("auto", "platform", "oss")
+"""``platform``: the Mem0 API (needs ``api_key``); ``oss``: the open-source ``Memory`` with
+a local Qdrant under the home; ``auto``: platform when an API key is set, else oss."""
+
+SCOPES = ("user", "agent", "session")
+"""What recall searches: the user's memories, only this agent's for the user, or only this
+session's."""
+
+CONFIG_SCHEMA: list[ConfigField] = [
+    {"key": "backend", "description": "auto, platform (Mem0 API) or oss (local open-source"
+     " Memory)", "type": "text", "default": "auto", "choices": list(BACKENDS)},
+    {"key": "api_key", "description": "Mem0 platform API key", "secret": True,
+     "env_var": "MEM0_API_KEY", "url": "https://app.mem0.ai"},
+    {"key": "host", "description": "Mem0 platform API URL", "type": "text",
+     "default": "https://api.mem0.ai", "env_var": "MEM0_HOST"},
+    {"key": "mode", "description": "hybrid (recall + tools), context (recall only) or tools"
+     " (tools only)", "type": "text", "default": "hybrid", "choices": list(MODES)},
+    {"key": "user_id", "description": "Mem0 user id (blank: the session's user, else"
+     " 'memoryport-user')", "type": "text", "default": ""},
+    {"key": "agent_id", "description": "Mem0 agent id (blank: the agent identity, else"
+     " 'memoryport')", "type": "text", "default": ""},
+    {"key": "search_scope", "description": "recall searches the user's memories, this"
+     " agent's, or this session's", "type": "text", "default": "user",
+     "choices": list(SCOPES)},
+    {"key": "infer", "description": "Let Mem0's LLM extract memories from turns (false:"
+     " store the messages as they are)", "type": "boolean", "default": True},
+    {"key": "top_k", "description": "Memories recalled per turn", "type": "integer",
+     "default": 5, "minimum": 1, "maximum": 50},
+    {"key": "recall_chars", "description": "Character budget of the recall injected each"
+     " turn", "type": "integer", "default": 1500, "minimum": 100, "maximum": 20000},
+    {"key": "embedder", "description": "oss: embedder provider (openai, ollama, ...; 'hash'"
+     " is a built-in offline word-hashing embedder)", "type": "text", "default": "openai"},
+    {"key": "embedding_dims", "description": "oss: embedding size (0: 1536, or 256 for"
+     " 'hash')", "type": "integer", "default": 0, "minimum": 0, "maximum": 8192},
+    {"key": "llm", "description": "oss: LLM provider for infer (openai, ollama, ...)",
+     "type": "text", "default": "openai"},
+    {"key": "llm_model", "description": "oss: LLM model (blank: the provider's default)",
+     "type": "text", "default": ""},
+]
+"""The settings ``memoryport setup mem0`` asks for (``get_config_schema``)."""
+
+_TYPES: dict[str, type[Any]] = {"integer": int, "number": float, "text": str, "boolean": bool}
+
+
+def _env(home: Path | None, name: str) -> str | None:
+    return get_secret(home, name) if home is not None else os.environ.get(name) or None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings (see :data:`CONFIG_SCHEMA` for meanings and defaults)."""
+
+    backend: str = "auto"
+    api_key: str = ""
+    host: str = "https://api.mem0.ai"
+    mode: str = "hybrid"
+    user_id: str = ""
+    agent_id: str = ""
+    search_scope: str = "user"
+    infer: bool = True
+    top_k: int = 5
+    recall_chars: int = 1500
+    embedder: str = "openai"
+    embedding_dims: int = 0
+    llm: str = "openai"
+    llm_model: str = ""
+    openai_key_set: bool = False
+
+    @classmethod
+    def resolve(cls, section: Mapping[str, Any], home: Path | None) -> Settings:
+        """Section > environment variable > default; ``ConfigError`` names every bad value."""
+        values: dict[str, Any] = {}
+        for spec in CONFIG_SCHEMA:
+            key = spec["key"]
+            raw = section.get(key)
+            if raw in (None, "") and "env_var" in spec:
+                raw = _env(home, spec["env_var"])
+            if raw in (None, ""):
+                continue
+            kind = _TYPES.get(str(spec.get("type", "text")), str)
+            values[key] = coerce(f"mem0.{key}", raw, kind) if isinstance(raw, str) else raw
+        problems = validate_config(CONFIG_SCHEMA, values)
+        if problems:
+            raise ConfigError("mem0 settings are invalid: " + "; ".join(problems)
+                              + " (fix them with: memoryport setup mem0 --set KEY=VALUE)",
+                              problems)
+        return cls(**values, openai_key_set=bool(_env(home, "OPENAI_API_KEY")))
+
+    @classmethod
+    def load(cls, home: Path | None) -> Settings:
+        """The settings of ``<home>/config.yaml`` plus environment (defaults without a home)."""
+        section = load_config(home).provider_section("mem0") if home else {}
+        return cls.resolve(section, home)
+
+    @property
+    def platform(self) -> bool:
+        """True for the Mem0 API, False for the local open-source ``Memory``."""
+        return self.backend == "platform" or (self.backend == "auto" and bool(self.api_key))
+
+    @property
+    def dims(self) -> int:
+        """The embedding size actually used (oss)."""
+        return self.embedding_dims or (256 if self.embedder == "hash" else 1536)
+
+    @property
+    def inject(self) -> bool:
+        """True when recall is injected each turn."""
+        return self.mode in ("hybrid", "context")
+
+    @property
+    def tools(self) -> bool:
+        """True when the tools are offered."""
+        return self.mode in ("hybrid", "tools")
+
+    def missing(self) -> str:
+        """Why the provider cannot run with these settings ("" when it can)."""
+        if self.platform:
+            return "" if self.api_key else "backend 'platform' needs api_key (MEM0_API_KEY)"
+        needs_openai = self.embedder == "openai" or (self.infer and self.llm == "openai")
+        if needs_openai and not self.openai_key_set:
+            return ("backend 'oss' with the openai embedder/LLM needs OPENAI_API_KEY (or set"
+                    " embedder=hash and infer=false to run offline)")
+        return ""
