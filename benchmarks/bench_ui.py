@@ -30,16 +30,16 @@ from starlette.testclient import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import percentile, print_table  # noqa: E402
-from bench_sessions import corpus  # noqa: E402
+from _report import percentile, print_table
+from bench_sessions import corpus
 
-import memoryport  # noqa: E402
-from memoryport.cli import main as cli  # noqa: E402
-from memoryport.providers.holographic import DB_NAME  # noqa: E402
-from memoryport.storage.facts.records import FactInput  # noqa: E402
-from memoryport.storage.facts.store import FactStore  # noqa: E402
-from memoryport.storage.sessions.sqlite import SQLiteSessionStore  # noqa: E402
-from memoryport.ui import create_app  # noqa: E402
+import memoryport
+from memoryport.cli import main as cli
+from memoryport.providers.holographic import DB_NAME
+from memoryport.storage.facts.records import FactInput
+from memoryport.storage.facts.store import FactStore
+from memoryport.storage.sessions.sqlite import SQLiteSessionStore
+from memoryport.ui import create_app
 
 RESULTS = Path(__file__).parent / "results" / "bench_ui.json"
 TYPED = "caroline support group"
