@@ -72,6 +72,9 @@ def test_session_view_shows_lineage_tool_calls_and_search_highlights(
     assert "<mark>" in phrase and "Follow-up on the trip" in phrase
     tools = client.get("/sessions", params={"tools": "1"}).text
     assert "Follow-up on the trip" not in tools and "Trip planning" in tools
+    assert "No sessions." in client.get("/sessions", params={"user": "nobody"}).text
+    assert "No sessions." in client.get("/sessions", params={"until": "2000-01-01"}).text
+    assert "Trip planning" in client.get("/sessions", params={"since": "2000-01-01"}).text
 
 
 def test_facts_pages_show_trust_contradictions_chain_and_why(client: TestClient) -> None:

@@ -27,6 +27,7 @@ __all__ = ["session_routes"]
 
 SHELL = "ui"
 PAGE = 50
+SCAN_PAGES = 20
 MESSAGES = 500
 
 
@@ -53,6 +54,7 @@ def _filters(request: Request) -> dict[str, Any]:
     q = request.query_params
     raw = q.get("offset", "0")
     return {"q": q.get("q", "").strip(), "source": q.get("source", "").strip(),
+            "user": q.get("user", "").strip(),
             "since": q.get("since", ""), "until": q.get("until", ""),
             "tools": q.get("tools") == "1", "offset": int(raw) if raw.isdigit() else 0}
 
@@ -62,20 +64,36 @@ def _in_range(ts: float, f: dict[str, Any]) -> bool:
     return (since is None or ts >= since) and (until is None or ts <= until)
 
 
+def _listed(store: SessionStore, f: dict[str, Any], sources: list[str] | None,
+            user: str | None) -> list[Any]:
+    """A page of sessions passing the date and tool-call filters, newest first; with
+    those filters on, up to ``SCAN_PAGES`` store pages are read to fill it."""
+    filtered = bool(f["since"] or f["until"] or f["tools"])
+    rows: list[Any] = []
+    offset = f["offset"]
+    for _ in range(SCAN_PAGES if filtered else 1):
+        page = store.list_sessions(sources=sources, user_id=user, limit=PAGE, offset=offset)
+        offset += len(page)
+        rows.extend(r for r in page if _in_range(r.session.started_at, f)
+                    and (not f["tools"] or r.session.tool_call_count > 0))
+        if len(page) < PAGE or len(rows) >= PAGE:
+            break
+    return rows[:PAGE]
+
+
 def _results(ui: UiSettings, f: dict[str, Any]) -> dict[str, Any]:
     sources = [f["source"]] if f["source"] else None
+    user = f["user"] or None
     with _store(ui) as store:
         if f["q"]:
-            found = store.search_messages(f["q"], sources=sources, limit=PAGE,
+            found = store.search_messages(f["q"], sources=sources, user_id=user, limit=PAGE,
                                           offset=f["offset"])
             hits = [h for h in found.hits if _in_range(h.message.timestamp, f)
                     and (not f["tools"] or h.message.tool_calls or h.message.role == "tool")]
             record(ui.home, SHELL, "read", "sessions.search", target=f["q"][:200],
                    user_id=ui.user_id)
             return {"hits": hits, "warnings": found.warnings, "sessions": None}
-        rows = store.list_sessions(sources=sources, limit=PAGE, offset=f["offset"])
-        rows = [r for r in rows if _in_range(r.session.started_at, f)
-                and (not f["tools"] or r.session.tool_call_count > 0)]
+        rows = _listed(store, f, sources, user)
         record(ui.home, SHELL, "read", "sessions.list", user_id=ui.user_id)
         return {"hits": None, "warnings": [], "sessions": rows}
 
