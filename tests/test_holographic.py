@@ -243,17 +243,25 @@ def test_invalid_settings_say_what_is_wrong() -> None:
         Settings.from_section({"recall_chars": 5})
 
 
-def test_warm_prefetch_is_per_session_and_dropped_on_switch(home: Path) -> None:
+def test_prefetch_cache_is_per_session_fresh_and_dropped_on_switch(home: Path) -> None:
     provider = HolographicProvider()
     provider.initialize("s1", home=str(home))
     provider.sync_turn("I live in Lisbon.", "ok", session_id="s1")
-    provider.queue_prefetch("where do I live", session_id="s1")
+    first = provider.prefetch("where do I live", session_id="s1")
+    assert "Lisbon" in first
     assert provider._warm["s1"][0] == "where do I live"
-    assert "Lisbon" in provider.prefetch("where do I live", session_id="s1")
-    provider.queue_prefetch("where do I live", session_id="s1")
+    assert provider.prefetch("where do I live", session_id="s1") == first  # reused
+    provider.sync_turn("I moved to Berlin.", "ok", session_id="s1")  # a write: not reused
+    assert "Berlin" in provider.prefetch("where do I live", session_id="s1")
     provider.on_session_switch("s2", parent_session_id="s1")
     assert provider._warm == {}
     provider.shutdown()
+
+
+def test_no_background_prefetch_so_recall_is_never_a_turn_behind(home: Path) -> None:
+    from memoryport.provider import MemoryProvider
+
+    assert HolographicProvider.queue_prefetch is MemoryProvider.queue_prefetch
 
 
 def test_named_speakers_and_turn_timestamps(home: Path) -> None:
@@ -301,3 +309,25 @@ def test_imported_turns_keep_their_speaker_date_and_source(home: Path) -> None:
 class TestHolographicConforms(ProviderConformance):
     def make_provider(self, home: Path) -> Any:
         return HolographicProvider()
+
+
+def test_recall_counts_retrievals_without_a_write_per_turn(home: Path) -> None:
+    """Issue 12 (turn overhead): recall counts each recalled fact in memory and writes the
+    counts with the next write (a tool call, a turn, shutdown) — none is lost."""
+    provider = HolographicProvider()
+    provider.initialize("s1", home=str(home))
+    provider.sync_turn("I live in Lisbon.", "ok", session_id="s1")
+    store = provider.store
+    assert store is not None
+    fact_id = store.list_facts()[0].id
+    provider.prefetch("where do I live", session_id="s1")
+    provider.prefetch("do I live in Lisbon", session_id="s1")
+    assert store.get(fact_id).retrieval_count == 0  # type: ignore[union-attr]
+    listed = json.loads(provider.handle_tool_call("fact_store", {"action": "list"}))
+    assert listed["facts"][0]["retrieval_count"] == 2
+    provider.prefetch("Lisbon again", session_id="s1")
+    provider.shutdown()
+    reopened = HolographicProvider()
+    reopened.initialize("s1", home=str(home))
+    assert reopened.store.get(fact_id).retrieval_count == 3  # type: ignore[union-attr]
+    reopened.shutdown()

@@ -161,8 +161,10 @@ def test_migrations_have_their_own_namespace(tmp_path: Path) -> None:
 
 
 def test_search_scores_a_bounded_number_of_candidates(index: TurnIndex) -> None:
-    """Issue 12: when every session matches, only the ``MAIN_DEPTH`` (200) best turns by
-    BM25, their neighbours and the best blocks' turns are scored, not every match."""
+    """Issue 12: when every session matches, only the ``MAIN_DEPTH`` best turns by BM25,
+    their neighbours and the best blocks' turns are scored, not every match."""
+    from memoryport.storage.turns.index import MAIN_DEPTH, SESSION_DEPTH
+
     turns = []
     for n in range(400):
         text = "sqlite sqlite sqlite schema" if n == 123 else f"the sqlite schema note {n}"
@@ -170,7 +172,7 @@ def test_search_scores_a_bounded_number_of_candidates(index: TurnIndex) -> None:
                   _t(f"s{n}", "A", f"filler after {n}")]
     index.add_turns(turns)
     rows, parts = index.candidates("sqlite schema")
-    assert sum(1 for p in parts if p.main > 0) == 200
-    assert len(rows) <= 3 * 200 + 3 * 3
+    assert sum(1 for p in parts if p.main > 0) == MAIN_DEPTH < 400
+    assert len(rows) <= 3 * MAIN_DEPTH + SESSION_DEPTH * 3
     assert len({r[0] for r in rows}) == len(rows)
     assert index.search("sqlite schema", limit=1)[0].text == "sqlite sqlite sqlite schema"

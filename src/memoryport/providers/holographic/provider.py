@@ -5,9 +5,15 @@ scoped to the session's ``user_id``). Writes: ``sync_turn`` (facts the user stat
 ``on_memory_write`` (curated add/replace/remove mirrored), ``on_pre_compress`` and
 ``on_session_end`` (facts in what is discarded; duplicates of what ``sync_turn`` already
 stored are recognised by content hash). Non-primary contexts (subagents, cron, flush)
-never write. Reads: ``prefetch`` (the top facts within the character budget; a result
-warmed by ``queue_prefetch`` for the same session and query is reused while the store is
-unchanged; the warm cache is dropped at every session switch) and the tools.
+never write. Reads: ``prefetch`` (the top facts and past turns within the character
+budget, computed for the current message: never a turn behind) and the tools.
+
+There is no background ``queue_prefetch``: computing the recall of the last message ahead
+only helped when the same message came again (a retry), and on a 2-core CPU the wasted
+search contended with the next turn's own recall (``benchmarks/bench_turn.py
+--holographic``). Instead ``prefetch`` keeps its last result per session and reuses it for
+the same message while the store is unchanged; the cache is dropped at every session
+switch.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ class HolographicProvider(MemoryProvider):
         self.home: Path | None = None
         self._context = SessionContext()
         self._warm: dict[str, tuple[str, int, str]] = {}
+        self._retrievals: list[int] = []  # recalled fact ids not yet counted in the store
         self._writes = 0
         self._lock = threading.Lock()
 
@@ -123,6 +130,7 @@ class HolographicProvider(MemoryProvider):
                                    " initialized or was shut down)", "ToolUnavailable")
         session = str(kwargs.get("session_id") or self._context.session_id)
         provenance = Provenance(session, str(kwargs.get("tool_call_id") or ""), "tool", "model")
+        self._flush_retrievals(store)
         try:
             if not isinstance(args, dict):
                 raise ToolArgumentError("arguments must be a JSON object")
@@ -166,8 +174,24 @@ class HolographicProvider(MemoryProvider):
     def _recall(self, store: FactStore, query: str) -> str:
         facts, hits = self.recall_items(query)
         if facts:
-            store.mark_retrieved([f.id for f in facts])
+            # Counted in memory: a write per recall would cost the turn a transaction.
+            # Written by the next write path (sync_turn, a tool call, session end, shutdown).
+            with self._lock:
+                self._retrievals.extend(f.id for f in facts)
         return render(facts, hits, self.settings.recall_chars)
+
+    def _flush_retrievals(self, store: FactStore) -> None:
+        """Write the retrieval counts recall kept in memory (kept on failure)."""
+        with self._lock:
+            pending, self._retrievals = self._retrievals, []
+        if not pending:
+            return
+        try:
+            store.mark_retrieved(pending)
+        except MemoryportError:
+            log.warning("holographic could not count retrievals", exc_info=True)
+            with self._lock:
+                self._retrievals[:0] = pending
 
     def prefetch(self, query: str, *, session_id: str = "") -> str:
         """What :meth:`recall_items` returns for ``query`` (facts, then past turns),
@@ -176,29 +200,19 @@ class HolographicProvider(MemoryProvider):
         if store is None or not self.settings.inject or not query.strip():
             return ""
         key = session_id or self._context.session_id
-        with self._lock:
-            warm = self._warm.pop(key, None)
-        if warm and warm[0] == query and warm[1] == self._generation():
-            return warm[2]
-        try:
-            return self._recall(store, query)
-        except (MemoryportError, ValueError):
-            log.warning("holographic recall failed", exc_info=True)
-            return ""
-
-    def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
-        """Compute the recall for ``query`` ahead and keep it for this session."""
-        store = self.store
-        if store is None or not self.settings.inject or not query.strip():
-            return
-        key = session_id or self._context.session_id
         generation = self._generation()
+        with self._lock:
+            warm = self._warm.get(key)
+        if warm and warm[0] == query and warm[1] == generation:
+            return warm[2]
         try:
             text = self._recall(store, query)
         except (MemoryportError, ValueError):
-            return
+            log.warning("holographic recall failed", exc_info=True)
+            return ""
         with self._lock:
             self._warm[key] = (query, generation, text)
+        return text
 
     def on_session_switch(self, new_session_id: str, **kwargs: Any) -> None:
         """Drop every warmed recall; follow the new session id."""
@@ -245,6 +259,7 @@ class HolographicProvider(MemoryProvider):
         store = self._writable()
         if store is None:
             return
+        self._flush_retrievals(store)
         stamp = kwargs.get("timestamp")
         timestamp = float(stamp) if isinstance(stamp, int | float) else time.time()
         session = session_id or self._context.session_id or "default"
@@ -340,7 +355,9 @@ class HolographicProvider(MemoryProvider):
         return import_db(home / DB_NAME, directory, source=source)
 
     def shutdown(self) -> None:
-        """Close the store (idempotent)."""
+        """Write pending retrieval counts and close the store (idempotent)."""
+        if self.store is not None:
+            self._flush_retrievals(self.store)
         store, self.store = self.store, None
         turns, self.turns = self.turns, None
         with self._lock:

@@ -336,16 +336,24 @@ class FactStore:
         return True
 
     def mark_retrieved(self, fact_ids: Sequence[int]) -> None:
-        """Count one retrieval for each fact (recall and search call this)."""
-        if not fact_ids:
+        """Count one retrieval for each fact id (an id named twice counts twice; recall
+        and search call this)."""
+        counts: dict[int, int] = {}
+        for fact_id in fact_ids:
+            counts[fact_id] = counts.get(fact_id, 0) + 1
+        if not counts:
             return
-        marks = ",".join("?" * len(fact_ids))
+        by_count: dict[int, list[int]] = {}
+        for fact_id, count in counts.items():
+            by_count.setdefault(count, []).append(fact_id)
         with self._transaction() as conn:
-            conn.execute(
-                f"UPDATE facts SET retrieval_count = retrieval_count + 1"
-                f" WHERE user_id = ? AND id IN ({marks})",
-                (self.user_id, *fact_ids),
-            )
+            for count, ids in by_count.items():
+                marks = ",".join("?" * len(ids))
+                conn.execute(
+                    f"UPDATE facts SET retrieval_count = retrieval_count + ?"
+                    f" WHERE user_id = ? AND id IN ({marks})",
+                    (count, self.user_id, *ids),
+                )
 
     # ------------------------------------------------------------------ reads
     def get(self, fact_id: int) -> Fact | None:
