@@ -7,7 +7,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint typecheck bench stress clean system-deps
+.PHONY: run test lint typecheck bench stress clean system-deps node-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,7 +51,12 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	fi
 
-test: lint typecheck system-deps
+# Node packages the tests run (tests/node/package.json): the reference MCP memory server
+# that tests/test_mcp_provider.py uses as a backend of the `mcp` provider.
+node-deps:
+	npm install --prefix tests/node --no-audit --no-fund
+
+test: lint typecheck system-deps node-deps
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.installed-dev
