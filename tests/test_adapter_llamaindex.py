@@ -28,7 +28,7 @@ FENCE = "<memory-context>"
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[memoryport.Memory]:
     recorder = Recorder("recall", recall=RECALL)
-    mem = memoryport.open(tmp_path / "home", providers=[recorder])
+    mem = memoryport.open(tmp_path / "home", providers=[recorder], load_provider=False)
     mem.recorder = recorder  # type: ignore[attr-defined]
     yield mem
     mem.close()

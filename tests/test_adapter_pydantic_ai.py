@@ -32,7 +32,7 @@ FENCE = "<memory-context>"
 
 
 def open_memory(tmp_path: Path, recorder: Recorder) -> memoryport.Memory:
-    return memoryport.open(tmp_path / "home", providers=[recorder])
+    return memoryport.open(tmp_path / "home", providers=[recorder], load_provider=False)
 
 
 def user_prompts(messages: list[ModelMessage]) -> list[str]:
