@@ -8,6 +8,7 @@ sessions, facts, status, pause, audit) or ``memoryport.open()`` (writes go throu
 
 from __future__ import annotations
 
-from memoryport.ui.app import UiSettings, check_bind, create_app, is_loopback
+from memoryport.ui.app import UiSettings, check_bind, is_loopback
+from memoryport.ui.server import create_app
 
 __all__ = ["UiSettings", "check_bind", "create_app", "is_loopback"]

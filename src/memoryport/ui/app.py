@@ -28,20 +28,16 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
-from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
-from starlette.routing import BaseRoute, Mount
-from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from memoryport.admin.pause import pause_state
 from memoryport.errors import MemoryportError
 
-__all__ = ["UiSettings", "check_bind", "create_app", "form_of", "is_loopback", "render"]
+__all__ = ["UiSettings", "check_bind", "form_of", "guard", "http_error", "is_loopback", "redirect",
+           "render"]
 
 HERE = Path(__file__).resolve().parent
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
@@ -159,8 +155,9 @@ def _token_ok(request: Request, ui: UiSettings) -> bool:
     return hmac.compare_digest(sent.encode(), ui.token.encode())
 
 
-async def _guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]
-                 ) -> Response:
+async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]
+                ) -> Response:
+    """Middleware: host names, the access token and the security headers."""
     ui = settings_of(request)
     if not _host_allowed(request, ui):
         return PlainTextResponse("unknown host name: open http://127.0.0.1:<port>/", 421)
@@ -175,27 +172,11 @@ async def _guard(request: Request, call_next: Callable[[Request], Awaitable[Resp
     return response
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
+async def http_error(request: Request, exc: Exception) -> Response:
+    """An HTTP or core error as the error page."""
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     detail = exc.detail if isinstance(exc, HTTPException) else str(exc)
     return render(request, "error.html", {"title": f"Error {status}", "error": detail}, status)
-
-
-def create_app(home: Path, *, user_id: str = "", token: str = "") -> Starlette:
-    """The UI app over ``home`` (``user_id``'s curated files and sessions when given)."""
-    from memoryport.ui.routes import routes
-
-    all_routes: list[BaseRoute] = [
-        *routes(),
-        Mount("/static", app=StaticFiles(directory=str(HERE / "static")), name="static"),
-    ]
-    app = Starlette(
-        routes=all_routes,
-        middleware=[Middleware(BaseHTTPMiddleware, dispatch=_guard)],
-        exception_handlers={HTTPException: _http_error, MemoryportError: _http_error},
-    )
-    app.state.ui = UiSettings(home=Path(home), user_id=user_id, token=token)
-    return app
 
 
 def redirect(url: str) -> RedirectResponse:
