@@ -20,6 +20,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, TypeVar
+from weakref import WeakKeyDictionary
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -43,11 +44,11 @@ from memoryport.storage.sessions.postgres.dialect import (
     decode_text,
     encode_text,
     message_from_row,
-    message_values,
     scope_sql,
     session_from_row,
     session_values,
 )
+from memoryport.storage.sessions.postgres.ingest import append_batch, append_statement
 from memoryport.storage.sessions.postgres.search import fetch_windows, run_search, snippets_for
 from memoryport.storage.sessions.query import ParsedQuery
 from memoryport.storage.sessions.records import (
@@ -64,11 +65,9 @@ from memoryport.storage.sessions.records import (
 )
 from memoryport.storage.sessions.rows import (
     MESSAGE_COLUMNS,
-    MESSAGE_INSERT_COLUMNS,
     SESSION_COLUMNS,
     dump_json,
 )
-from memoryport.storage.sessions.temporal import event_rows
 from memoryport.types import valid_text
 
 __all__ = ["PostgresSessionStore"]
@@ -77,6 +76,7 @@ T = TypeVar("T")
 Cursor = psycopg.Cursor[Any]
 
 _TRIES = 5
+_IDLE_CHECK_S = 5.0  # a connection idle longer than this is pinged before use
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 _UNAVAILABLE = (psycopg.OperationalError, PoolTimeout)
 
@@ -113,6 +113,8 @@ class PostgresSessionStore(SessionStore):
         self.hidden_sources = tuple(hidden_sources)
         self.schema = schema
         self._s = sql.Identifier(schema)
+        self._append_sql = append_statement(self._s)
+        self._used: WeakKeyDictionary[psycopg.Connection[Any], float] = WeakKeyDictionary()
         self._closed = False
         check_connection(conninfo, connect_timeout)
         try:
@@ -122,7 +124,7 @@ class PostgresSessionStore(SessionStore):
                 max_size=max(1, pool_size),
                 timeout=timeout,
                 kwargs={"application_name": "memoryport"},
-                check=ConnectionPool.check_connection,
+                check=self._check,
                 open=True,
                 name=f"memoryport-{schema}",
             )
@@ -139,6 +141,11 @@ class PostgresSessionStore(SessionStore):
             raise
 
     # ------------------------------------------------------------------ plumbing
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        """Ping a pooled connection idle for a while (a busy one skips the round trip)."""
+        if time.monotonic() - self._used.get(conn, 0.0) > _IDLE_CHECK_S:
+            ConnectionPool.check_connection(conn)
+
     def _q(self, text: str) -> sql.Composed:
         """Format ``{s}`` in ``text`` with this store's schema."""
         return sql.SQL(text).format(s=self._s)
@@ -151,8 +158,11 @@ class PostgresSessionStore(SessionStore):
             )
         for attempt in range(_TRIES):
             try:
-                with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                    return fn(cur)
+                with self._pool.connection() as conn:
+                    with conn.transaction(), conn.cursor() as cur:
+                        result = fn(cur)
+                    self._used[conn] = time.monotonic()
+                    return result
             except (*_RETRYABLE, psycopg.OperationalError) as exc:
                 if attempt == _TRIES - 1:
                     problem = "unavailable" if isinstance(exc, _UNAVAILABLE) else f"{what} failed"
@@ -280,38 +290,10 @@ class PostgresSessionStore(SessionStore):
 
     # ------------------------------------------------------------------ messages
     def _append(self, session_id: str, items: list[MessageInput], now: float) -> list[int]:
-        rows = [message_values(session_id, m, now) for m in items]
-        tool_calls = sum(len(m.tool_calls or []) for m in items)
-        last = max(float(r[3]) for r in rows)
-        insert = self._q(
-            f"INSERT INTO {{s}}.messages ({MESSAGE_INSERT_COLUMNS})"
-            " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id"
-        )
-
         def do(cur: Cursor) -> list[int]:
-            updated = cur.execute(
-                self._q(
-                    "UPDATE {s}.sessions SET message_count = message_count + %s,"
-                    " tool_call_count = tool_call_count + %s,"
-                    " last_active_at = greatest(last_active_at, %s) WHERE id = %s"
-                ),
-                (len(rows), tool_calls, last, session_id),
-            )
-            if updated.rowcount == 0:
+            ids = append_batch(cur, self._append_sql, session_id, items, now)
+            if not ids:
                 raise SessionNotFound(f"unknown session {session_id!r}")
-            cur.executemany(insert, rows, returning=True)
-            ids: list[int] = []
-            while True:
-                row = cur.fetchone()
-                if row is not None:
-                    ids.append(int(row[0]))
-                if not cur.nextset():
-                    break
-            events = [e for i, r in zip(ids, rows, strict=True) for e in event_rows(i, r[2], r[3])]
-            if events:
-                cur.executemany(
-                    self._q("INSERT INTO {s}.message_events VALUES (%s, %s, %s, %s, %s)"), events
-                )
             return ids
 
         return self._run(do)
