@@ -51,7 +51,7 @@ def test_refused_write_is_recorded_without_a_revision(tmp_path: Path) -> None:
 def test_recall_injection_is_logged_as_a_read_with_the_items_shown(tmp_path: Path) -> None:
     home = tmp_path / "home"
     recorder = Recorder(recall="the user lives in Lisbon")
-    with memoryport.open(home, providers=[recorder]) as memory:
+    with memoryport.open(home, providers=[recorder], load_provider=False) as memory:
         memory.start_session()
         turn = memory.begin_turn("where do I live?")
         memory.end_turn(turn, "Lisbon")

@@ -45,7 +45,7 @@ def test_paused_writes_refuse_tool_writes_clearly_and_change_nothing(tmp_path: P
 def test_syncs_are_held_while_paused_and_delivered_once_after_resume(tmp_path: Path) -> None:
     home = tmp_path / "home"
     recorder = Recorder()
-    with memoryport.open(home, providers=[recorder]) as memory:
+    with memoryport.open(home, providers=[recorder], load_provider=False) as memory:
         memory.start_session()
         pause(home, writes=True)
         for text in ("first", "second"):
@@ -64,7 +64,7 @@ def test_syncs_are_held_while_paused_and_delivered_once_after_resume(tmp_path: P
 def test_paused_recall_injects_nothing(tmp_path: Path) -> None:
     home = tmp_path / "home"
     recorder = Recorder(recall="lives in Lisbon")
-    with memoryport.open(home, providers=[recorder]) as memory:
+    with memoryport.open(home, providers=[recorder], load_provider=False) as memory:
         memory.start_session()
         assert "Lisbon" in str(memory.begin_turn("where?").api_user_message())
         pause(home, writes=False, recall=True)

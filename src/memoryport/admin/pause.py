@@ -170,7 +170,8 @@ def sync_or_hold(home: Path, sync: SyncFn, query: str, response: str, *, session
         audit_log(home).hold(user, session_id, payload)
         return True
     log = audit_log(home) if (Path(home) / DB_NAME).exists() else None
-    for held in log.claim_held(user) if log is not None else []:
+    waiting = log is not None and log.has_held(user)
+    for held in log.claim_held(user) if log is not None and waiting else []:
         held_context = replace(context, session_id=held.session_id) if context else None
         sync(held.payload["query"], held.payload["response"], session_id=held.session_id,
              context=held_context, messages=held.payload.get("messages") or [])

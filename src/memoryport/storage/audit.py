@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS held_syncs(
     id INTEGER PRIMARY KEY, ts REAL NOT NULL, user_id TEXT NOT NULL,
     session_id TEXT NOT NULL, payload TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS held_syncs_user ON held_syncs(user_id, id);
 """
 
 _COLUMNS = "id, ts, shell, kind, action, target, session_id, user_id, revision, detail"
@@ -191,6 +192,10 @@ class AuditLog:
     def held_count(self) -> int:
         """How many syncs are held."""
         return int(self._run("SELECT count(*) FROM held_syncs")[0][0])
+
+    def has_held(self, user_id: str) -> bool:
+        """True when a sync is held for ``user_id`` (a cheap read; no write lock)."""
+        return bool(self._run("SELECT 1 FROM held_syncs WHERE user_id = ? LIMIT 1", (user_id,)))
 
     def claim_held(self, user_id: str) -> list[HeldSync]:
         """Take (delete and return, oldest first, one transaction) the syncs held for
