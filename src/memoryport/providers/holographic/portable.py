@@ -73,7 +73,8 @@ def _dump_tables(conn: sqlite3.Connection, out: IO[str], counts: dict[str, int])
     present = _tables(conn)
     for table in (t for t in TABLES if t in present):
         cols = _columns(conn, table)
-        sql = f"SELECT {', '.join(cols)} FROM {table} ORDER BY rowid"
+        order = "id" if "id" in cols else ", ".join(cols)  # fact_entities has no rowid
+        sql = f"SELECT {', '.join(cols)} FROM {table} ORDER BY {order}"
         for row in conn.execute(sql):
             _write(out, {"table": table, "row": dict(zip(cols, row, strict=True))})
             counts[table] += 1
@@ -218,6 +219,7 @@ def _restore_facts(db: Path, path: Path, source: str) -> tuple[int, int]:
     try:
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("BEGIN IMMEDIATE")
+        conn.execute("PRAGMA defer_foreign_keys=ON")  # superseded_by points forward
         restore = _Restore(conn, source)
         steps = {"facts": restore.fact, "entities": restore.entity,
                  "fact_entities": restore.link, "fact_revisions": restore.revision}  # fmt: skip
