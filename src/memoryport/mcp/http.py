@@ -95,8 +95,10 @@ def http_app(server: MemoryServer, *, host: str, path: str = "/mcp") -> ASGIApp:
             "--tokens-file), or bind 127.0.0.1."
         )
     limit = max(server.options.max_argument_bytes * 2, 1 << 20)
+    # Plain JSON answers to POSTs (no per-request SSE stream): the server sends no progress
+    # or log notifications during a call, and a JSON body is cheaper for every client.
     app: ASGIApp = server.mcp.streamable_http_app(
-        streamable_http_path=path, host=host, max_request_body_size=limit
+        streamable_http_path=path, host=host, max_request_body_size=limit, json_response=True
     )
     return BearerAuth(app, tokens) if tokens else app
 

@@ -1,0 +1,261 @@
+"""MCP server round trips: `memoryport serve` over stdio and streamable HTTP on loopback.
+
+Measured end to end with the real `mcp` client against a real server subprocess:
+
+- `memory` add round trip (p50/p95; each add is followed by an untimed remove so the
+  curated budget never fills);
+- `session_search` discover round trip over a session store of --messages messages
+  (built first with the batched bulk path, one `append_messages` per session);
+- 16 concurrent HTTP clients (one user each) x 200 mixed calls (remember_turn, memory
+  add/remove, USER.md reads, session_search for another client's secret): errors,
+  cross-client leaks (any answer holding another client's secret), throughput.
+
+Goals (issue 14): `memory` add p50 < 5 ms; `session_search` discover at 100k messages
+p95 < 40 ms; 0 errors; 0 leaks. Prints a table and writes benchmarks/results/bench_mcp.json.
+
+    python benchmarks/bench_mcp.py                       # 100k messages, 200 rounds
+    python benchmarks/bench_mcp.py --messages 20000 --rounds 100 --clients 8 --calls 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from _report import percentile, print_table, write_json
+from bench_sessions import corpus
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+import memoryport
+
+CLI = [sys.executable, "-c", "from memoryport.cli import main; main()"]
+META_USER = "memoryport/user_id"
+SEARCH_QUERY = "quetzalcoatl"  # in one message of every 10,000 (bench_sessions.corpus)
+
+
+def build_store(home: Path, messages: int) -> float:
+    """Fill ``home``'s session store with ``messages`` messages; seconds taken."""
+    started = time.perf_counter()
+    with memoryport.open(home, load_provider=False) as memory:
+        store = memory.sessions
+        for session, batch in corpus(messages):
+            store.create_session(session["session_id"], source="cli",
+                                 started_at=session["started_at"])
+            store.append_messages(session["session_id"], batch)
+    return time.perf_counter() - started
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_http(home: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen([*CLI, "--home", str(home), "serve", "--http", "--port", str(port),
+                             "--max-clients", "256"], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return proc, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("the HTTP server did not start")
+
+
+@asynccontextmanager
+async def http_client(url: str) -> AsyncIterator[Client]:
+    async with (
+        create_mcp_http_client() as http,
+        Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+    ):
+        yield client
+
+
+async def timed(call: Callable[[], Awaitable[Any]], rounds: int) -> list[float]:
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        result = await call()
+        samples.append(time.perf_counter() - started)
+        if result.is_error:
+            raise SystemExit(f"a timed call failed: {result.content[0].text}")
+    return samples
+
+
+async def round_trips(client: Client, rounds: int) -> dict[str, list[float]]:
+    """``memory`` add and ``session_search`` discover samples (seconds)."""
+    counter = iter(range(10**9))
+
+    async def add() -> Any:
+        n = next(counter)
+        result = await client.call_tool(
+            "memory", {"action": "add", "target": "memory", "content": f"bench note {n}"}
+        )
+        await client.call_tool("memory", {"action": "remove", "target": "memory",
+                                          "old_text": f"bench note {n}"})
+        return result
+
+    async def search() -> Any:
+        return await client.call_tool("session_search", {"query": SEARCH_QUERY})
+
+    await timed(add, 5)
+    await timed(search, 5)  # warm caches and the connection
+    add_samples = []
+    for _ in range(rounds):  # time the add alone (the remove is untimed)
+        n = next(counter)
+        started = time.perf_counter()
+        result = await client.call_tool(
+            "memory", {"action": "add", "target": "memory", "content": f"bench note {n}"}
+        )
+        add_samples.append(time.perf_counter() - started)
+        if result.is_error:
+            raise SystemExit(f"memory add failed: {result.content[0].text}")
+        await client.call_tool("memory", {"action": "remove", "target": "memory",
+                                          "old_text": f"bench note {n}"})
+    found = json.loads((await search()).content[0].text)
+    if not found.get("count"):
+        raise SystemExit(f"session_search found nothing for {SEARCH_QUERY!r}: {found}")
+    return {"memory_add": add_samples, "session_search": await timed(search, rounds)}
+
+
+async def one_client(url: str, index: int, calls: int, secrets: list[str]) -> dict[str, int]:
+    """One client's mixed calls; counts errors and answers that hold another's secret."""
+    mine = secrets[index]
+    others = [s for s in secrets if s != mine]
+    meta = {META_USER: f"bench-user-{index}"}
+    errors = leaks = 0
+    async with http_client(url) as client:
+        for k in range(calls):
+            step = k % 5
+            try:
+                if step == 0:
+                    got: Any = await client.call_tool("memory", {
+                        "action": "add", "target": "user", "content": f"{mine} fact {k}"},
+                        meta=meta)
+                elif step == 1:
+                    got = await client.read_resource("memory://USER.md", meta=meta)
+                elif step == 2:
+                    got = await client.call_tool(
+                        "session_search", {"query": others[k % len(others)]}, meta=meta)
+                elif step == 3:
+                    got = await client.call_tool("remember_turn", {
+                        "user": f"remember {mine} number {k}", "assistant": "ok"}, meta=meta)
+                else:
+                    got = await client.call_tool("memory", {
+                        "action": "remove", "target": "user", "old_text": f"{mine} fact {k - 4}"},
+                        meta=meta)
+            except Exception:
+                errors += 1
+                continue
+            errors += bool(getattr(got, "is_error", False))
+            leaks += any(secret in _payload(got, step) for secret in others)
+    return {"errors": errors, "leaks": leaks}
+
+
+def _payload(result: Any, step: int) -> str:
+    """What an answer reveals: a search's results (its echo of the query is not a leak)."""
+    if step == 2:
+        return json.dumps(json.loads(result.content[0].text).get("results", []))
+    text: str = result.model_dump_json()
+    return text
+
+
+async def concurrent(url: str, clients: int, calls: int) -> dict[str, Any]:
+    secrets = [f"secret{i:02d}zq" for i in range(clients)]
+    started = time.perf_counter()
+    results = await asyncio.gather(*(one_client(url, i, calls, secrets) for i in range(clients)))
+    elapsed = time.perf_counter() - started
+    total = clients * calls
+    return {
+        "clients": clients, "calls_per_client": calls, "calls": total,
+        "errors": sum(r["errors"] for r in results), "leaks": sum(r["leaks"] for r in results),
+        "seconds": round(elapsed, 2), "calls_per_s": round(total / elapsed, 1),
+    }
+
+
+def direct_round_trips(home: Path, rounds: int) -> dict[str, list[float]]:
+    """The same calls in process (``Memory.call_tool``): the core's share of a round trip."""
+    samples: dict[str, list[float]] = {"memory_add": [], "session_search": []}
+    with memoryport.open(home) as memory:
+        memory.start_session(source="bench")
+        for n in range(rounds + 5):
+            started = time.perf_counter()
+            memory.call_tool("memory", {"action": "add", "target": "memory",
+                                        "content": f"direct note {n}"})
+            samples["memory_add"].append(time.perf_counter() - started)
+            memory.call_tool("memory", {"action": "remove", "target": "memory",
+                                        "old_text": f"direct note {n}"})
+            started = time.perf_counter()
+            memory.call_tool("session_search", {"query": SEARCH_QUERY})
+            samples["session_search"].append(time.perf_counter() - started)
+    return {k: v[5:] for k, v in samples.items()}
+
+
+def ms(samples: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(percentile(samples, 0.5) * 1e3, 2),
+            "p95_ms": round(percentile(samples, 0.95) * 1e3, 2)}
+
+
+async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
+    rows: dict[str, Any] = {
+        "in_process": {k: ms(v) for k, v in direct_round_trips(home, args.rounds).items()}
+    }
+    stdio = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "--home", str(home), "serve"])
+    async with Client(stdio) as client:
+        rows["stdio"] = {k: ms(v) for k, v in (await round_trips(client, args.rounds)).items()}
+    proc, url = start_http(home)
+    try:
+        async with http_client(url) as client:
+            rows["http"] = {k: ms(v) for k, v in (await round_trips(client, args.rounds)).items()}
+        rows["concurrent_http"] = await concurrent(url, args.clients, args.calls)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; 1 when a goal on errors or leaks is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=100_000, help="session store size")
+    parser.add_argument("--rounds", type=int, default=200, help="timed calls per measure")
+    parser.add_argument("--clients", type=int, default=16, help="concurrent HTTP clients")
+    parser.add_argument("--calls", type=int, default=200, help="mixed calls per client")
+    parser.add_argument("--json", default="bench_mcp", help="results/<name>.json")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
+        home = Path(tmp)
+        build_s = build_store(home, args.messages)
+        rows = asyncio.run(run(args, home))
+    table = [
+        {"transport": t, "call": call, **figures}
+        for t in ("in_process", "stdio", "http") for call, figures in rows[t].items()
+    ]
+    print_table(f"MCP round trips ({args.messages:,} messages, {args.rounds} rounds)", table)
+    print_table("Concurrent HTTP clients", [rows["concurrent_http"]])
+    path = write_json(args.json, {"messages": args.messages, "build_store_s": round(build_s, 2),
+                                  "rounds": args.rounds, **rows})
+    print(f"\nwrote {path}")
+    bad = rows["concurrent_http"]["errors"] or rows["concurrent_http"]["leaks"]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
