@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -23,6 +26,7 @@ __all__ = ["other_routes"]
 SHELL = "ui"
 FACTS = 100
 EVENTS = 200
+STATUS_TTL = 10.0
 
 
 def facts_page(request: Request) -> Response:
@@ -64,12 +68,32 @@ def fact_page(request: Request) -> Response:
     return render(request, "fact.html", {"title": f"Fact #{raw}", **shown, "why": why})
 
 
+_status_cache: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+_status_lock = threading.Lock()
+
+
+def _status(home: Path, probe: bool, fresh: bool) -> dict[str, Any]:
+    """``gather_status``; without a probe, reused for ``STATUS_TTL`` seconds (it loads
+    the provider plugin and counts its rows: hundreds of milliseconds on a big home)."""
+    if probe:
+        return gather_status(home, probe=True)
+    key, now = (str(home), ""), time.monotonic()
+    with _status_lock:
+        cached = _status_cache.get(key)
+    if cached is not None and not fresh and now - cached[0] < STATUS_TTL:
+        return cached[1]
+    data = gather_status(home, probe=False)
+    with _status_lock:
+        _status_cache[key] = (now, data)
+    return data
+
+
 def providers_page(request: Request) -> Response:
-    """``GET /providers[?probe=1]``: built-in memory, the selected provider (config with
-    secrets masked, health when probed) and the installed providers."""
+    """``GET /providers[?probe=1][&fresh=1]``: built-in memory, the selected provider
+    (config with secrets masked, health when probed) and the installed providers."""
     ui = settings_of(request)
     probe = request.query_params.get("probe") == "1"
-    data = gather_status(ui.home, probe=probe)
+    data = _status(ui.home, probe, request.query_params.get("fresh") == "1")
     record(ui.home, SHELL, "read", "providers.status", user_id=ui.user_id)
     return render(request, "providers.html", {"title": "Providers", "data": data,
                                               "probed": probe})

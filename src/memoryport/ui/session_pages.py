@@ -27,6 +27,7 @@ __all__ = ["session_routes"]
 
 SHELL = "ui"
 PAGE = 50
+HITS = 20
 SCAN_PAGES = 20
 MESSAGES = 500
 
@@ -86,7 +87,7 @@ def _results(ui: UiSettings, f: dict[str, Any]) -> dict[str, Any]:
     user = f["user"] or None
     with _store(ui) as store:
         if f["q"]:
-            found = store.search_messages(f["q"], sources=sources, user_id=user, limit=PAGE,
+            found = store.search_messages(f["q"], sources=sources, user_id=user, limit=HITS,
                                           offset=f["offset"])
             hits = [h for h in found.hits if _in_range(h.message.timestamp, f)
                     and (not f["tools"] or h.message.tool_calls or h.message.role == "tool")]
@@ -103,6 +104,7 @@ def sessions_page(request: Request) -> Response:
     f = _filters(request)
     data = _results(settings_of(request), f)
     return render(request, "sessions.html", {"title": "Sessions", "f": f, "page": PAGE,
+                                             "hits_page": HITS,
                                              "msg": request.query_params.get("msg", ""),
                                              **data})
 
@@ -111,7 +113,7 @@ def results_fragment(request: Request) -> Response:
     """``GET /sessions/results``: the results block alone (search as you type)."""
     f = _filters(request)
     data = _results(settings_of(request), f)
-    return render(request, "_results.html", {"f": f, "page": PAGE, **data})
+    return render(request, "_results.html", {"f": f, "page": PAGE, "hits_page": HITS, **data})
 
 
 def _calls(message: Any) -> list[dict[str, str]]:

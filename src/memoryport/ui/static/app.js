@@ -12,10 +12,13 @@ document.addEventListener("DOMContentLoaded", () => {
   const box = document.querySelector("input[data-live]");
   const results = document.getElementById("results");
   if (!box || !results) return;
+  const MIN_CHARS = 3; // one or two letters match too much to be worth a request
   let timer = 0;
   let latest = 0;
   box.addEventListener("input", () => {
     clearTimeout(timer);
+    const typed = box.value.trim();
+    if (typed.length > 0 && typed.length < MIN_CHARS) return;
     timer = setTimeout(async () => {
       const ticket = ++latest;
       const params = new URLSearchParams(new FormData(box.form));
