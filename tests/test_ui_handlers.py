@@ -6,7 +6,13 @@ tokens, refusing a public bind without a token) hold."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -207,6 +213,38 @@ def test_host_names_tokens_and_binds(seeded: tuple[Path, dict[str, str]]) -> Non
 
 def test_cli_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["--home", str(tmp_path / "h"), "ui", "--host",
-                                       "0.0.0.0", "--port", "0"], env={"MEMORYPORT_UI_TOKEN": ""})
+                                       "0.0.0.0"], env={"MEMORYPORT_UI_TOKEN": ""})
     assert result.exit_code == 1
     assert "refusing to listen on '0.0.0.0' without a token" in result.output
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_memoryport_ui_serves_the_home_until_stopped(tmp_path: Path) -> None:
+    home, port = tmp_path / "home", _free_port()
+    env = {**os.environ, "MEMORYPORT_UI_TOKEN": ""}
+    command = [sys.executable, "-c", "from memoryport.cli import main; main()",
+               "--home", str(home), "ui", "--port", str(port)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"http://127.0.0.1:{port}/" in line, line
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/memory", timeout=5) as r:
+                    assert r.status == 200 and "Curated memory" in r.read().decode()
+                    break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)

@@ -31,8 +31,8 @@ def _url(host: str, port: int, token: str) -> str:
 @home_option
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; anything but loopback needs --token.")
-@click.option("--port", type=click.IntRange(min=0, max=65_535), default=8766,
-              show_default=True, help="Port to listen on (0: any free port).")
+@click.option("--port", type=click.IntRange(min=1, max=65_535), default=8766,
+              show_default=True, help="Port to listen on.")
 @click.option("--token", envvar="MEMORYPORT_UI_TOKEN", default="",
               help="Require this token on every request [env MEMORYPORT_UI_TOKEN]; "
                    "'generate' makes a random one.")
