@@ -168,3 +168,17 @@ def test_langmem_tools_over_the_store(memory: memoryport.Memory) -> None:
     new_id = json.loads(found)[0]["key"]
     asyncio.run(manage.ainvoke({"action": "delete", "id": new_id}))
     assert memory.curated.store.entries("memory") == []  # type: ignore[union-attr]
+
+
+def test_parallel_memory_tool_calls_are_all_recorded(memory: memoryport.Memory) -> None:
+    calls = [{"name": "memory", "id": f"c{n}",
+              "args": {"action": "add", "target": "memory", "content": f"Fact number {n}."}}
+             for n in range(4)]
+    model = fake([AIMessage(content="", tool_calls=calls), AIMessage(content="Saved.")])
+    agent = create_agent(model, middleware=[MemoryportMiddleware(memory)])
+    agent.invoke({"messages": [{"role": "user", "content": "Remember four facts."}]})
+    entries = memory.curated.store.entries("memory")  # type: ignore[union-attr]
+    assert sorted(entries) == [f"Fact number {n}." for n in range(4)]
+    stored = memory.session_messages(memory.session_id)
+    assert [m["role"] for m in stored] == ["user"] + ["assistant", "tool"] * 4 + ["assistant"]
+    assert stored[-1]["content"] == "Saved."

@@ -8,6 +8,7 @@ these into its framework's types.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -93,19 +94,22 @@ class ToolRunner:
     """Runs memory tools: inside the open turn (recorded in the turn's stored history,
     ``Turn.handle_tool_call``) or, with no turn open, through ``Memory.call_tool``.
 
-    Results are always JSON text; failures come back in the one tool-error shape.
+    Results are always JSON text; failures come back in the one tool-error shape. Calls
+    are serialized (frameworks run tool calls in parallel; a turn records one at a time).
     """
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
         self.turn: Turn | None = None
+        self._lock = threading.Lock()
 
     def call(self, name: str, args: Any) -> str:
         """Run ``name`` with ``args`` (a dict or its JSON text); return the JSON result."""
-        turn = self.turn
-        if turn is not None and not turn.closed:
-            return turn.handle_tool_call(name, args)
-        return self.memory.call_tool(name, args)
+        with self._lock:
+            turn = self.turn
+            if turn is not None and not turn.closed:
+                return turn.handle_tool_call(name, args)
+            return self.memory.call_tool(name, args)
 
     async def acall(self, name: str, args: Any) -> str:
         """``call`` off the event loop."""
