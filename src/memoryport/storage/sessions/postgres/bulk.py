@@ -116,7 +116,10 @@ def import_sessions(
     imported = skipped = messages = 0
     session_cols = SESSION_COLUMNS.replace("s.", "")
     message_cols = MESSAGE_COLUMNS.replace("m.", "")
-    insert_with_id = q(f"INSERT INTO {{s}}.messages ({message_cols}) VALUES ({_ph(10)})")
+    insert_with_id = q(
+        f"INSERT INTO {{s}}.messages ({message_cols}) VALUES ({_ph(10)})"
+        " ON CONFLICT (id) DO NOTHING RETURNING id"
+    )
     insert_new_id = q(
         f"INSERT INTO {{s}}.messages ({MESSAGE_INSERT_COLUMNS}) VALUES ({_ph(9)}) RETURNING id"
     )
@@ -135,11 +138,11 @@ def import_sessions(
             values,
         )
         for m in (replace(x, session_id=session.id) for x in items):
-            taken = cur.execute(q("SELECT 1 FROM {s}.messages WHERE id = %s"), (m.id,)).fetchone()
-            if taken:
+            # ON CONFLICT sees ids that row-level security hides from this connection
+            row_values = (m.id, *message_values(m.session_id, m, m.timestamp))
+            if cur.execute(insert_with_id, row_values).fetchone() is None:
                 deferred.append(m)
             else:
-                cur.execute(insert_with_id, (m.id, *message_values(m.session_id, m, m.timestamp)))
                 _events(cur, q, m.id, m)
         imported += 1
         messages += len(items)

@@ -1,13 +1,15 @@
-"""Batched appends for the PostgreSQL session store: one statement, one round trip.
+"""Batched appends for the PostgreSQL session store: one statement per batch.
 
 ``append_messages`` sends a whole batch as column arrays to one prepared statement:
 
 * the session's counters are updated (``UPDATE ... RETURNING`` in a CTE; no row, no
   insert, so an unknown session leaves nothing behind);
 * the messages are inserted from ``unnest(...) WITH ORDINALITY`` in input order, so
-  their identity ids ascend in that order (``RETURNING`` gives them back);
-* the event windows resolved from the messages' words (computed client-side, keyed by
-  position in the batch) are inserted by joining the positions to the new ids.
+  their identity ids ascend in that order (``RETURNING`` gives them back).
+
+The event windows resolved from the messages' words (computed client-side) follow in a
+second array statement when there are any; it cannot be a CTE of the first, because
+the row-level security check on ``message_events`` must see the new messages.
 
 ``COPY`` cannot return the generated ids, which callers need; array parameters give the
 same single round trip with a fixed statement text, which psycopg prepares once per
@@ -26,7 +28,7 @@ from memoryport.storage.sessions.postgres.dialect import message_values
 from memoryport.storage.sessions.records import MessageInput
 from memoryport.storage.sessions.temporal import event_rows
 
-__all__ = ["append_batch", "append_statement"]
+__all__ = ["append_batch", "append_statement", "events_statement"]
 
 Cursor = psycopg.Cursor[Any]
 
@@ -54,18 +56,21 @@ def append_statement(schema: sql.Identifier) -> sql.Composed:
         " last_active_at = greatest(last_active_at, %s) WHERE id = %s RETURNING id),"
         f" m AS (INSERT INTO {{s}}.messages (session_id, {names})"
         f" SELECT s.id, {picked} FROM s, unnest({arrays}) WITH ORDINALITY"
-        f" AS r({names}, ord) ORDER BY r.ord RETURNING id),"
-        " n AS (SELECT id, row_number() OVER (ORDER BY id) AS ord FROM m),"
-        " e AS (INSERT INTO {s}.message_events"
-        " SELECT n.id, ev.start_at, ev.end_at, ev.precision, ev.words"
-        " FROM unnest(%s::int8[], %s::float8[], %s::float8[], %s::text[], %s::text[])"
-        " AS ev(ord, start_at, end_at, precision, words) JOIN n USING (ord))"
-        " SELECT id FROM n ORDER BY ord"
+        f" AS r({names}, ord) ORDER BY r.ord RETURNING id)"
+        " SELECT id FROM m ORDER BY id"
+    ).format(s=schema)
+
+
+def events_statement(schema: sql.Identifier) -> sql.Composed:
+    """Insert event windows from five arrays (message id, start, end, precision, words)."""
+    return sql.SQL(
+        "INSERT INTO {s}.message_events"
+        " SELECT * FROM unnest(%s::int8[], %s::float8[], %s::float8[], %s::text[], %s::text[])"
     ).format(s=schema)
 
 
 def append_batch(
-    cur: Cursor, statement: sql.Composed, session_id: str, items: Sequence[MessageInput], now: float
+    cur: Cursor, schema: sql.Identifier, session_id: str, items: Sequence[MessageInput], now: float
 ) -> list[int]:
     """Append ``items`` to ``session_id`` in the caller's transaction; their ids in order.
 
@@ -73,9 +78,13 @@ def append_batch(
     """
     rows = [message_values(session_id, m, now) for m in items]
     columns: list[list[Any]] = [list(c) for c in zip(*(r[1:] for r in rows), strict=True)]
-    events = [e for i, r in enumerate(rows, 1) for e in event_rows(i, r[2], r[3])]
-    event_columns: list[list[Any]] = [list(c) for c in zip(*events, strict=True)] or [[]] * 5
     tool_calls = sum(len(m.tool_calls or []) for m in items)
     last = max(float(r[3]) for r in rows)
-    params = [len(rows), tool_calls, last, session_id, *columns, *event_columns]
-    return [int(row[0]) for row in cur.execute(statement, params, prepare=True).fetchall()]
+    params = [len(rows), tool_calls, last, session_id, *columns]
+    found = cur.execute(append_statement(schema), params, prepare=True).fetchall()
+    ids = [int(row[0]) for row in found]
+    events = [e for i, r in zip(ids, rows, strict=False) for e in event_rows(i, r[2], r[3])]
+    if events:
+        event_columns = [list(c) for c in zip(*events, strict=True)]
+        cur.execute(events_statement(schema), event_columns, prepare=True)
+    return ids

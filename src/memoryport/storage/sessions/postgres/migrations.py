@@ -42,7 +42,9 @@ from memoryport.storage.sessions.temporal import event_rows
 __all__ = [
     "CJK_REGEX",
     "MIGRATIONS",
+    "POLICIES",
     "PUNCTUATION_REGEX",
+    "SCOPE_SETTING",
     "SEARCH_FOLD",
     "Migration",
     "applied",
@@ -290,6 +292,36 @@ def m008_fast_search_doc(cur: Cursor, schema: sql.Identifier) -> None:
     _add_tsv(cur, schema, search_doc(schema))
 
 
+SCOPE_SETTING = "memoryport.user_id"
+"""The per-connection setting the row-level security policies read: a user id, or ``*``
+for every user (an unbound store); unset, the policies let no row through."""
+
+_SCOPE = f"current_setting('{SCOPE_SETTING}', true)"
+POLICIES = {
+    "sessions": f"{_SCOPE} = '*' OR user_id = {_SCOPE}",
+    "messages": (
+        f"{_SCOPE} = '*' OR EXISTS (SELECT 1 FROM {{s}}.sessions p"
+        f" WHERE p.id = session_id AND p.user_id = {_SCOPE})"
+    ),
+    "message_events": f"{_SCOPE} = '*' OR message_id IN (SELECT id FROM {{s}}.messages)",
+}
+"""Table -> the ``USING``/``WITH CHECK`` expression of its ``user_scope`` policy."""
+
+
+@_migration
+def m009_row_security(cur: Cursor, schema: sql.Identifier) -> None:
+    """Row-level security: a connection sees and writes only the rows of the user in its
+    ``memoryport.user_id`` setting (``*``: all users). ``FORCE`` applies the policies to
+    the tables' owner too; only superusers and ``BYPASSRLS`` roles are exempt."""
+    for table, expression in POLICIES.items():
+        fmt = {"s": schema, "t": sql.Identifier(table)}
+        cur.execute(sql.SQL("ALTER TABLE {s}.{t} ENABLE ROW LEVEL SECURITY").format(**fmt))
+        cur.execute(sql.SQL("ALTER TABLE {s}.{t} FORCE ROW LEVEL SECURITY").format(**fmt))
+        cur.execute(
+            sql.SQL(f"CREATE POLICY user_scope ON {{s}}.{{t}} USING ({expression})").format(**fmt)
+        )
+
+
 def _trigram_ops(cur: Cursor) -> sql.Composable | None:
     """Create ``pg_trgm`` if possible; return its ``gin_trgm_ops`` operator class or None."""
     try:
@@ -335,6 +367,11 @@ def ensure_trigram_index(cur: Cursor, schema: sql.Identifier) -> bool:
 
 
 def _ensure_table(conn: psycopg.Connection[Any], schema: sql.Identifier) -> None:
+    """Create the schema and ``_migrations`` unless present (a role without ``CREATE``
+    on the database can open a store that is already set up)."""
+    ledger = sql.SQL("{s}._migrations").format(s=schema).as_string(conn)
+    if conn.execute("SELECT to_regclass(%s)", (ledger,)).fetchone() not in (None, (None,)):
+        return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {s}").format(s=schema))
@@ -365,6 +402,7 @@ class _Ledger:
         try:
             with self._conn.transaction(), self._conn.cursor() as cur:
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                cur.execute("SELECT set_config(%s, '*', true)", (SCOPE_SETTING,))
                 self._cur = cur
                 yield
         except psycopg.Error as exc:

@@ -48,7 +48,7 @@ from memoryport.storage.sessions.postgres.dialect import (
     session_from_row,
     session_values,
 )
-from memoryport.storage.sessions.postgres.ingest import append_batch, append_statement
+from memoryport.storage.sessions.postgres.ingest import append_batch
 from memoryport.storage.sessions.postgres.search import fetch_windows, run_search, snippets_for
 from memoryport.storage.sessions.query import ParsedQuery
 from memoryport.storage.sessions.records import (
@@ -113,7 +113,6 @@ class PostgresSessionStore(SessionStore):
         self.hidden_sources = tuple(hidden_sources)
         self.schema = schema
         self._s = sql.Identifier(schema)
-        self._append_sql = append_statement(self._s)
         self._used: WeakKeyDictionary[psycopg.Connection[Any], float] = WeakKeyDictionary()
         self._closed = False
         check_connection(conninfo, connect_timeout)
@@ -125,6 +124,7 @@ class PostgresSessionStore(SessionStore):
                 timeout=timeout,
                 kwargs={"application_name": "memoryport"},
                 check=self._check,
+                configure=self._configure,
                 open=True,
                 name=f"memoryport-{schema}",
             )
@@ -141,6 +141,12 @@ class PostgresSessionStore(SessionStore):
             raise
 
     # ------------------------------------------------------------------ plumbing
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        """Scope a new pooled connection to this store's user (row-level security)."""
+        scope = "*" if self.user_id is None else self.user_id
+        conn.execute("SELECT set_config(%s, %s, false)", (migrations.SCOPE_SETTING, scope))
+        conn.commit()
+
     def _check(self, conn: psycopg.Connection[Any]) -> None:
         """Ping a pooled connection idle for a while (a busy one skips the round trip)."""
         if time.monotonic() - self._used.get(conn, 0.0) > _IDLE_CHECK_S:
@@ -291,7 +297,7 @@ class PostgresSessionStore(SessionStore):
     # ------------------------------------------------------------------ messages
     def _append(self, session_id: str, items: list[MessageInput], now: float) -> list[int]:
         def do(cur: Cursor) -> list[int]:
-            ids = append_batch(cur, self._append_sql, session_id, items, now)
+            ids = append_batch(cur, self._s, session_id, items, now)
             if not ids:
                 raise SessionNotFound(f"unknown session {session_id!r}")
             return ids
