@@ -198,7 +198,9 @@ def test_source_is_read_only_and_curated_history_has_provenance(tmp_path: Path) 
 def test_profiles_go_to_the_same_profile(tmp_path: Path) -> None:
     source, home = make_hermes(tmp_path / "hermes"), tmp_path / "home"
     make_hermes(source / "profiles" / "work")
-    report_of(run(home, "--source", str(source), "--json"))
+    (source / "profiles" / "Not A Name").mkdir()
+    report = report_of(run(home, "--source", str(source), "--json"))
+    assert any("Not A Name" in w and "skipped" in w for w in report["warnings"])
     with open_store(home / "profiles" / "work") as store:
         assert store.get_session("cron_1").source == "cron"
     assert CuratedMemory(home / "profiles" / "work").entries("user")

@@ -35,8 +35,8 @@ from memoryport.admin.migrate.openclaw import SourceNotFound, run_directory
 from memoryport.admin.migrate.report import Report
 from memoryport.admin.migrate.stream import Group, dump, import_groups
 from memoryport.admin.sessions import Progress, SessionStore, open_store
-from memoryport.config import ensure_home
-from memoryport.errors import SessionNotFound
+from memoryport.config import ensure_home, validate_name
+from memoryport.errors import ConfigError, SessionNotFound
 from memoryport.storage.sessions.records import MessageInput
 
 __all__ = ["SOURCE_LABEL", "HermesOptions", "hermes_homes", "migrate_hermes"]
@@ -80,7 +80,12 @@ def migrate_hermes(
     report = Report("hermes", str(root), str(home), dry_run=options.dry_run)
     run_dir = run_directory(home, "hermes")
     for profile, source in hermes_homes(root, options.profiles):
-        target = home if profile == "default" else home / "profiles" / profile
+        try:
+            target = home if profile == "default" else home / "profiles" / validate_name(
+                profile, "profile")
+        except ConfigError as exc:
+            report.warnings.append(f"{source} was skipped: {exc}")
+            continue
         _curated(report, source, target, run_dir / "archive" / profile, options.dry_run)
         _sessions(report, source, target, options.dry_run, progress)
     report.applied = not options.dry_run
