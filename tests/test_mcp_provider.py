@@ -56,10 +56,12 @@ def write_config(home: Path, section: dict[str, Any], **memory: Any) -> None:
 
 
 class TestMcpProviderConformance(ProviderConformance):
-    """The kit, with the provider talking to the npm knowledge-graph server."""
+    """The kit, with the provider talking to the npm knowledge-graph server. The kit runs
+    each hook on a fresh event loop, so every call reconnects (a node start): one tool keeps
+    it short; prefetch/sync through the server are covered by the tests below."""
 
     def make_provider(self, home: Path) -> McpProvider:
-        section = graph_settings(home / "graph.jsonl", tools=["search_nodes", "read_graph"])
+        section = graph_settings(home / "graph.jsonl", tools=["search_nodes"])
         return McpProvider(Settings.from_section(section))
 
 
@@ -155,6 +157,19 @@ def test_a_dead_server_shows_in_health_and_never_blocks_the_turn(tmp_path: Path)
     prefetch = health["hooks"]["prefetch"]
     assert prefetch["errors"] == 1 and "cannot connect" in prefetch["last_error"]
     assert answer["success"] is False
+
+
+def test_a_server_that_never_answers_costs_a_turn_one_timeout(tmp_path: Path) -> None:
+    write_config(tmp_path, {"command": sys.executable, "args": ["-c", "import time; "
+                            "time.sleep(60)"], "prefetch_tool": "search",
+                            "connect_timeout_s": 1, "call_timeout_s": 0.5})
+    with memoryport.open(tmp_path) as memory:
+        memory.start_session()
+        turns = [memory.begin_turn(f"question {n}") for n in range(2)]
+        health = memory.health()["mcp"]["hooks"]["prefetch"]
+    assert [t.contexts for t in turns] == [[], []]
+    assert health["errors"] + health["timeouts"] == 2
+    assert "connect" in health["last_error"]
 
 
 @pytest.mark.parametrize(

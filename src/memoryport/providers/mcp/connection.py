@@ -49,20 +49,46 @@ class Connection:
             return False
         return self._client is not None and self.loop is running
 
-    async def start(self) -> None:
-        """Connect and list the tools; ``ProviderError`` (the session closed) on failure."""
-        self.loop = asyncio.get_running_loop()
-        self._task = self.loop.create_task(self._run(), name="memoryport-mcp-client")
+    @property
+    def connecting(self) -> bool:
+        """True while the first connect is still under way on the running loop."""
         try:
-            await asyncio.wait_for(self._ready.wait(), self.settings.connect_timeout_s)
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        task = self._task
+        return (task is not None and not task.done() and self._client is None
+                and self.loop is running)
+
+    async def start(self, wait: float) -> None:
+        """Start connecting (once) and wait up to ``wait`` seconds for the tool list.
+
+        ``ProviderError`` when the connect failed, or is still under way after ``wait``
+        (it goes on in the background, bounded by ``connect_timeout_s``: a later hook
+        finds the session open). Never blocks longer than ``wait``.
+        """
+        if self._task is None:
+            self.loop = asyncio.get_running_loop()
+            self._task = self.loop.create_task(self._run(), name="memoryport-mcp-client")
+            self.loop.call_later(self.settings.connect_timeout_s, self._give_up)
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready.wait()), wait)
         except TimeoutError:
+            raise ProviderError(
+                f"mcp: still connecting to {self.describe()} after {wait:g} s"
+            ) from None
+        if self._client is None:
+            raise ProviderError(f"mcp: cannot connect to {self.describe()}: {self.error}")
+
+    def _give_up(self) -> None:
+        """``connect_timeout_s`` passed: a connect still under way is abandoned."""
+        task = self._task
+        if task is not None and not task.done() and not self._ready.is_set():
             self.error = (
                 f"no answer from the MCP server within {self.settings.connect_timeout_s} s "
                 "(raise mcp.connect_timeout_s, or check the command/url)"
             )
-        if self._client is None:
-            await self.close()
-            raise ProviderError(f"mcp: cannot connect to {self.describe()}: {self.error}")
+            task.cancel()
 
     def describe(self) -> str:
         """The server as configured (command line or URL), for messages."""

@@ -80,18 +80,22 @@ class McpProvider(MemoryProvider):
         return "" if conn is None or conn.alive else conn.error
 
     # ------------------------------------------------------------------ connection
-    async def _connection(self) -> Connection:
-        """The open connection on this loop, (re)connecting when needed."""
+    async def _connection(self, wait: float | None = None) -> Connection:
+        """The open connection on this loop, (re)connecting when needed; waits at most
+        ``wait`` seconds (default: the smaller of the call and connect timeouts)."""
+        s = self.settings
+        bound = min(s.call_timeout_s, s.connect_timeout_s) if wait is None else wait
         conn = self._conn
         if conn is not None and conn.alive:
             return conn
-        if conn is not None:
-            await conn.close()
-        fresh = Connection(self.settings)
-        self._conn = fresh
-        await fresh.start()
-        log.info("mcp: connected to %s (%d tools)", fresh.describe(), len(fresh.tools))
-        return fresh
+        if conn is None or not conn.connecting:
+            if conn is not None:
+                await conn.close()
+            conn = Connection(s)
+            self._conn = conn
+        await conn.start(bound)
+        log.info("mcp: connected to %s (%d tools)", conn.describe(), len(conn.tools))
+        return conn
 
     async def initialize(self, session_id: str, **kwargs: Any) -> None:  # type: ignore[override]
         """Connect and list the server's tools. A server that cannot be reached is logged
@@ -104,7 +108,7 @@ class McpProvider(MemoryProvider):
         if not self.settings.configured:
             return
         try:
-            await self._connection()
+            await self._connection(self.settings.connect_timeout_s)
         except ProviderError as exc:
             log.warning("%s", exc)
 
