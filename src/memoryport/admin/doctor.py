@@ -337,6 +337,9 @@ def _check_sessions(home: Path) -> Iterator[Check]:
         yield Check("sessions", "fail", problem, pg.HINT)
     else:
         yield Check("sessions", "ok", f"PostgreSQL at {pg.describe_dsn(settings.dsn)} reachable")
+        from memoryport.admin.doctor_postgres import postgres_checks
+
+        yield from postgres_checks(settings.dsn)
 
 
 _CHECKS = (

@@ -1,0 +1,169 @@
+"""``memoryport doctor`` checks of a PostgreSQL store: version, extensions, indexes,
+row-level security policies and round-trip latency.
+
+Run after the connection check succeeded (``doctor._check_sessions``). Read-only: one
+connection, catalog queries and ``SELECT 1`` pings; nothing is created.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+
+from memoryport.admin.doctor import Check
+from memoryport.storage.sessions.postgres.migrations import POLICIES
+
+__all__ = [
+    "EXPECTED_INDEXES",
+    "LATENCY_WARN_MS",
+    "MIN_VERSION",
+    "postgres_checks",
+]
+
+MIN_VERSION = 14
+"""The oldest PostgreSQL major version the store supports."""
+LATENCY_WARN_MS = 20.0
+"""A median round trip slower than this gets a warning (every query pays it)."""
+EXPECTED_INDEXES = (
+    "messages_session",
+    "messages_time",
+    "messages_tsv",
+    "sessions_active",
+    "sessions_parent",
+    "sessions_source",
+    "sessions_title",
+    "sessions_user_active",
+)
+"""Indexes the session store's queries rely on (``messages_content_trgm`` is optional)."""
+
+Conn = psycopg.Connection[Any]
+
+
+def postgres_checks(dsn: str, schema: str = "memoryport") -> Iterator[Check]:
+    """Every PostgreSQL check against ``dsn`` (the store's ``schema``)."""
+    with psycopg.connect(dsn, autocommit=True, application_name="memoryport-doctor") as conn:
+        yield _version(conn)
+        yield _extensions(conn)
+        present = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".messages',)).fetchone()
+        if present is None or present[0] is None:
+            yield Check(
+                "postgres schema",
+                "warn",
+                f"schema {schema!r} has no session store yet",
+                "it is created when a memoryport process first opens the store",
+            )
+        else:
+            yield _indexes(conn, schema)
+            yield _policies(conn, schema)
+        yield _latency(conn)
+
+
+def _version(conn: Conn) -> Check:
+    number = conn.info.server_version
+    shown = f"{number // 10000}.{number % 10000}"
+    if number // 10000 < MIN_VERSION:
+        return Check(
+            "postgres version",
+            "fail",
+            f"PostgreSQL {shown} is older than {MIN_VERSION}",
+            f"upgrade the server to PostgreSQL {MIN_VERSION} or newer",
+        )
+    return Check("postgres version", "ok", f"PostgreSQL {shown}")
+
+
+def _extensions(conn: Conn) -> Check:
+    rows = conn.execute(
+        "SELECT name, installed_version FROM pg_available_extensions"
+        " WHERE name IN ('pg_trgm', 'vector')"
+    ).fetchall()
+    state = {name: installed for name, installed in rows}
+    shown = ", ".join(
+        f"{name} {'installed' if state.get(name) else 'available' if name in state else 'missing'}"
+        for name in ("pg_trgm", "vector")
+    )
+    if "pg_trgm" not in state:
+        return Check(
+            "postgres extensions",
+            "warn",
+            f"{shown}: CJK search scans the messages table without pg_trgm",
+            "install the server's contrib package (postgresql-contrib), then run "
+            "memoryport sessions rebuild-index",
+        )
+    return Check("postgres extensions", "ok", shown)
+
+
+def _indexes(conn: Conn, schema: str) -> Check:
+    rows = conn.execute(
+        "SELECT c.relname, i.indisvalid AND i.indisready FROM pg_index i"
+        " JOIN pg_class c ON c.oid = i.indexrelid"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s",
+        (schema,),
+    ).fetchall()
+    valid = {name for name, ok in rows if ok}
+    missing = [name for name in EXPECTED_INDEXES if name not in valid]
+    invalid = sorted(name for name, ok in rows if not ok)
+    if missing or invalid:
+        return Check(
+            "postgres indexes",
+            "fail",
+            f"missing: {', '.join(missing) or 'none'}; invalid: {', '.join(invalid) or 'none'}",
+            "open the store once with memoryport (migrations create them), then run "
+            "memoryport sessions rebuild-index",
+        )
+    trigram = "messages_content_trgm" in valid
+    extra = "with the CJK trigram index" if trigram else "no CJK trigram index"
+    return Check("postgres indexes", "ok", f"{len(EXPECTED_INDEXES)} indexes valid, {extra}")
+
+
+def _policies(conn: Conn, schema: str) -> Check:
+    rows = conn.execute(
+        "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,"
+        " EXISTS (SELECT 1 FROM pg_policies p WHERE p.schemaname = n.nspname"
+        " AND p.tablename = c.relname AND p.policyname = 'user_scope')"
+        " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relname = ANY(%s)",
+        (schema, sorted(POLICIES)),
+    ).fetchall()
+    enforced = sorted(name for name, on, force, policy in rows if on and force and policy)
+    missing = sorted(set(POLICIES) - set(enforced))
+    if missing:
+        return Check(
+            "postgres policies",
+            "fail",
+            f"row-level security is not enforced on {', '.join(missing)}",
+            "open the store once with a current memoryport (migration m009 adds the policies)",
+        )
+    role = conn.execute(
+        "SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+    ).fetchone()
+    if role is not None and role[1]:
+        return Check(
+            "postgres policies",
+            "warn",
+            f"policies on {', '.join(enforced)}, but role {role[0]!r} bypasses them "
+            "(superuser or BYPASSRLS)",
+            "connect agents as an ordinary role (see docs/postgres.md, 'Isolation')",
+        )
+    return Check("postgres policies", "ok", f"user_scope enforced on {', '.join(enforced)}")
+
+
+def _latency(conn: Conn, rounds: int = 5) -> Check:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        conn.execute("SELECT 1").fetchone()
+        times.append((time.perf_counter() - start) * 1000)
+    median = statistics.median(times)
+    detail = f"median round trip {median:.2f} ms over {rounds} queries"
+    if median > LATENCY_WARN_MS:
+        return Check(
+            "postgres latency",
+            "warn",
+            detail,
+            "run agents close to the server (same region/network); every query pays this",
+        )
+    return Check("postgres latency", "ok", detail)
