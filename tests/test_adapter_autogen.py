@@ -125,3 +125,15 @@ def test_add_and_clear_curated_memory(memory: memoryport.Memory) -> None:
 def test_wrong_memory_type_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match=r"memoryport\.open\(\)"):
         MemoryportMemory({})
+
+
+def test_accepts_an_async_memory(tmp_path: Path) -> None:
+    async def run() -> list[str]:
+        amemory = await memoryport.open_async(tmp_path / "home", load_provider=False)
+        adapter = MemoryportMemory(amemory)
+        await adapter.add(MemoryContent(content="Uses tabs.", mime_type=MemoryMimeType.TEXT))
+        entries = adapter.memory.curated.store.entries("memory")  # type: ignore[union-attr]
+        await amemory.close()
+        return entries
+
+    assert asyncio.run(run()) == ["Uses tabs."]

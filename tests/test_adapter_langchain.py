@@ -182,3 +182,12 @@ def test_parallel_memory_tool_calls_are_all_recorded(memory: memoryport.Memory) 
     stored = memory.session_messages(memory.session_id)
     assert [m["role"] for m in stored] == ["user"] + ["assistant", "tool"] * 4 + ["assistant"]
     assert stored[-1]["content"] == "Saved."
+
+
+def test_wrong_input_is_a_clear_error(memory: memoryport.Memory) -> None:
+    with pytest.raises(TypeError, match=r"memoryport\.open\(\)"):
+        MemoryportMiddleware(None)
+    with pytest.raises(TypeError, match=r"memoryport\.open\(\)"):
+        MemoryportStore("home")
+    with pytest.raises(TypeError, match="unknown store operation"):
+        MemoryportStore(memory).batch([("not", "an op")])  # type: ignore[list-item]
