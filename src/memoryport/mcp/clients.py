@@ -126,16 +126,19 @@ class ClientPool:
         self._lock = threading.Lock()
         self._closed = False
 
-    def get(self, identity: Identity) -> ClientState:
-        """The client's state, opening its ``Memory`` and session on first use."""
+    def peek(self, identity: Identity) -> ClientState | None:
+        """The client's state when its memory is open already (never blocks on I/O)."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("the MCP server is shutting down")
             state = self._clients.get(identity)
             if state is not None:
                 self._clients.move_to_end(identity)
-                return state
-        return self._open(identity)
+            return state
+
+    def get(self, identity: Identity) -> ClientState:
+        """The client's state, opening its ``Memory`` and session on first use."""
+        return self.peek(identity) or self._open(identity)
 
     def _open(self, identity: Identity) -> ClientState:
         memory = self._opener(identity.user_id)

@@ -136,6 +136,9 @@ class MemoryServer:
 
     async def _client(self) -> ClientState:
         identity = current_identity.get() or Identity(self.options.user_id, "default")
+        state = self.pool.peek(identity)
+        if state is not None:
+            return state
         return await anyio.to_thread.run_sync(self.pool.get, identity)
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
