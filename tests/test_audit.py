@@ -106,6 +106,12 @@ def test_audit_cli_lists_filters_json_and_sets_retention(tmp_path: Path) -> None
     assert json.loads(kept.output)["retention_days"] == 30
 
 
+def test_the_audit_file_is_private(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    audit.record(home, "cli", "read", "check")
+    assert (home / audit.DB_NAME).stat().st_mode & 0o777 == 0o600
+
+
 def test_reading_an_empty_home_creates_no_audit_file(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from memoryport._fs import ensure_private_dir
 from memoryport.errors import StoreError
+from memoryport.storage.sessions.sqlite.connect import create_private_file
 
 __all__ = [
     "DB_NAME",
@@ -98,7 +98,7 @@ class AuditLog:
         self._lock = threading.Lock()
         self._appends = 0
         try:
-            ensure_private_dir(path.parent)
+            create_private_file(path)  # memory excerpts live here: 0600 like state.db
             self._conn = sqlite3.connect(
                 str(path), timeout=busy_timeout, check_same_thread=False, isolation_level=None
             )
