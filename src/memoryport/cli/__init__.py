@@ -76,12 +76,14 @@ _COMMANDS = (
     ("memoryport.cli.chat", "chat_command"),
     ("memoryport.cli.sessions", "sessions_group"),
     ("memoryport.cli.facts", "facts_group"),
+    ("memoryport.cli.why", "why_command"),
     ("memoryport.cli.migrate", "migrate_group"),
     ("memoryport.cli.archive", "export_command"),
     ("memoryport.cli.archive", "import_command"),
     ("memoryport.cli.ui", "ui_command"),
     ("memoryport.cli.audit", "audit_command"),
     ("memoryport.cli.serve", "serve_command"),
+    ("memoryport.cli.storage", "storage_group"),
 )
 
 
