@@ -127,7 +127,8 @@ class NotesProvider(MemoryProvider):
 
 def test_provider_tools_and_fenced_recall(tmp_path: Path) -> None:
     def opener(user_id: str) -> memoryport.Memory:
-        return memoryport.open(tmp_path, user_id=user_id or None, providers=[NotesProvider()])
+        return memoryport.open(tmp_path, user_id=user_id or None, providers=[NotesProvider()],
+                               load_provider=False)
 
     srv = build_server(tmp_path, ServeOptions(), opener=opener)
 
