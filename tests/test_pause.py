@@ -10,13 +10,21 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 import memoryport
 from manager_doubles import Recorder
 from memoryport.admin import audit
 from memoryport.admin.curated import open_curated
-from memoryport.admin.pause import is_read_call, pause, pause_state, resume
+from memoryport.admin.pause import (
+    MemoryPaused,
+    check_writes,
+    is_read_call,
+    pause,
+    pause_state,
+    resume,
+)
 from memoryport.cli import main
 
 
@@ -117,3 +125,13 @@ def test_read_calls_are_told_apart_from_writes() -> None:
     assert not is_read_call("fact_store", {"action": "add", "content": "x"})
     assert not is_read_call("memory", {"action": "add"})
     assert not is_read_call("fact_feedback", {"action": "helpful", "fact_id": 1})
+
+
+def test_check_writes_guards_shell_writes_that_skip_the_tool(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    check_writes(home, "the edit")
+    pause(home, writes=True, by="ui")
+    with pytest.raises(MemoryPaused, match="the edit was not made"):
+        check_writes(home, "the edit")
+    pause(home, writes=False, recall=True)
+    check_writes(home, "the edit")

@@ -28,12 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from memoryport.admin.audit import DB_NAME, audit_log, is_read_call, record
-from memoryport.errors import tool_error_json
+from memoryport.errors import MemoryStoreError, tool_error_json
 from memoryport.types import SessionContext
 
 __all__ = [
     "PAUSE_FILE",
+    "MemoryPaused",
     "PauseState",
+    "check_writes",
     "is_read_call",
     "pause",
     "pause_state",
@@ -48,6 +50,10 @@ PAUSE_FILE = "pause.json"
 RESUME_HINT = (
     "resume them on the Pause page of `memoryport ui` (or memoryport.admin.pause.resume(home))"
 )
+
+
+class MemoryPaused(MemoryStoreError):
+    """A write refused because memory writes are paused (nothing was changed)."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,17 @@ def refuse_tool(home: Path, name: str, args: Any) -> str | None:
         f"{name!r} call was not run and nothing was changed. Tell the user; {RESUME_HINT}.",
         "MemoryPaused",
     )
+
+
+def check_writes(home: Path, what: str = "the change") -> None:
+    """``MemoryPaused`` (nothing done) while memory writes are paused: for shell writes
+    that do not go through a tool (a restore, a whole-file edit, forgetting history)."""
+    state = pause_state(home)
+    if state.writes:
+        raise MemoryPaused(
+            f"Memory writes are paused (since {_when(state.since)}, by {state.by or '?'}); "
+            f"{what} was not made: {RESUME_HINT}"
+        )
 
 
 def _when(ts: float) -> str:

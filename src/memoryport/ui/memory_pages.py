@@ -21,7 +21,7 @@ from memoryport.admin.curated import (
     revision_diff,
     target_info,
 )
-from memoryport.admin.pause import RESUME_HINT, pause_state
+from memoryport.admin.pause import check_writes
 from memoryport.errors import MemoryportError
 from memoryport.ui.app import form_of, redirect, render, settings_of
 
@@ -130,10 +130,8 @@ async def restore(request: Request) -> Response:
     ui = settings_of(request)
     form = await form_of(request)
     rev_id, before = form.get("id", ""), form.get("before") == "1"
-    if pause_state(ui.home).writes:
-        return _back("/memory/revision", id=rev_id,
-                     error=f"memory writes are paused; nothing was restored: {RESUME_HINT}")
     try:
+        check_writes(ui.home, "the restore")
         result = await run_in_threadpool(restore_revision, ui.home, ui.user_id, rev_id,
                                          before=before, source=SHELL)
     except MemoryportError as exc:

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from memoryport.admin.audit import record
-from memoryport.admin.pause import RESUME_HINT, pause_state
+from memoryport.admin.pause import MemoryPaused, check_writes
 from memoryport.admin.sessions import SessionStore, export, open_store
 from memoryport.errors import MemoryportError, SessionNotFound, StoreError
 from memoryport.ui.app import UiSettings, form_of, redirect, render, settings_of
@@ -203,12 +203,11 @@ async def forget(request: Request) -> Response:
     if mid and not mid.isdigit():
         return render(request, "error.html", {"title": "Bad request",
                                               "error": f"bad message id {mid!r}"}, 400)
-    if pause_state(ui.home).writes:
-        return render(request, "error.html", {
-            "title": "Paused", "error": f"memory writes are paused; nothing was forgotten: "
-            f"{RESUME_HINT}"}, 409)
     try:
+        check_writes(ui.home, "the forget")
         said = await run_in_threadpool(_forget, ui, sid, mid)
+    except MemoryPaused as exc:
+        return render(request, "error.html", {"title": "Paused", "error": str(exc)}, 409)
     except MemoryportError as exc:
         return render(request, "error.html", {"title": "Not forgotten", "error": str(exc)}, 404)
     target = f"/sessions/{quote(sid, safe='')}" if mid else "/sessions"
