@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
-from doubles.honcho_server import HonchoDouble
 
+from doubles.honcho_server import HonchoDouble
 from memoryport import open as open_memory
 from memoryport.providers.honcho import create_honcho_provider
 from memoryport.providers.honcho.text import COLD_PROMPT, WARM_PROMPT

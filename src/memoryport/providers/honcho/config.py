@@ -125,6 +125,8 @@ class HonchoConfig:
     dialectic_cadence: int = 3
     injection_frequency: str = "every-turn"
     reasoning_level_cap: str = ""
+    retry_base_s: float = 1.0
+    retry_max_s: float = 60.0
 
     @property
     def is_local(self) -> bool:
@@ -306,6 +308,8 @@ def _build(r: _Resolver, path: str) -> HonchoConfig:
         dialectic_cadence=r.number("dialecticCadence", 3, 1) or 3,
         injection_frequency=r.text("injectionFrequency", "every-turn", INJECTION),
         reasoning_level_cap=r.text("reasoningLevelCap", "", LEVELS[:4]),
+        retry_base_s=float(r.number("writeRetrySeconds", 1, 0, 600) or 0),
+        retry_max_s=float(r.number("writeRetryMaxSeconds", 60, 0, 3600) or 0),
     )
     if r.problems:
         raise ConfigError(f"honcho settings ({path or 'defaults'}, host {r.host!r}) are"

@@ -130,7 +130,8 @@ class HonchoProvider(MemoryProvider):
                               " enable")
         self.shutdown()
         self.config, self.home, self._context = config, context.home, context
-        self._outbox = Outbox(context.home / OUTBOX_NAME, base_s=1.0, max_s=60.0)
+        self._outbox = Outbox(context.home / OUTBOX_NAME, base_s=config.retry_base_s,
+                              max_s=config.retry_max_s)
         self._ready = True
         log.info("honcho ready: %s workspace=%s host=%s", config.url, config.workspace,
                  config.host)

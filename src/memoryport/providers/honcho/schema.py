@@ -69,6 +69,11 @@ CONFIG_SCHEMA: list[ConfigField] = [
      "type": "integer", "default": 3, "minimum": 1},
     {"key": "injectionFrequency", "description": "every-turn or first-turn", "type": "text",
      "default": "every-turn", "choices": list(INJECTION)},
+    {"key": "writeRetrySeconds", "description": "First retry delay of an undelivered write"
+     " (doubles per failure; memoryport)", "type": "integer", "default": 1, "minimum": 0,
+     "maximum": 600},
+    {"key": "writeRetryMaxSeconds", "description": "Longest retry delay (memoryport)",
+     "type": "integer", "default": 60, "minimum": 0, "maximum": 3600},
     {"key": "reasoningLevelCap", "description": "Hard cap on the reasoning level (blank:"
      " none)", "type": "text", "default": "", "choices": ["", *LEVELS[:4]]},
 ]
