@@ -12,6 +12,8 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.base.llms.types import TextBlock, ToolCallBlock
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import ChatMessage, MockLLM
 from llama_index.core.llms.mock import MockFunctionCallingLLM
@@ -81,6 +83,43 @@ def test_block_recall_in_request_only_turns_stored_once(memory: memoryport.Memor
     assert len(memory.recorder.synced) == 2  # type: ignore[attr-defined]
     asyncio.run(block.acommit(stored_li))  # nothing open: nothing stored again
     assert len(memory.session_messages("chat-1")) == 4
+
+
+def test_function_agent_tool_loop_keeps_recall_and_stores_final_answer(
+    memory: memoryport.Memory,
+) -> None:
+    requests: list[list[ChatMessage]] = []
+
+    def model(messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+        requests.append(list(messages))
+        if len(requests) == 1:  # text plus a tool call: not the answer
+            return ChatMessage(role="assistant", blocks=[
+                TextBlock(text="Let me check."),
+                ToolCallBlock(tool_call_id="t1", tool_name="lookup", tool_kwargs={"q": "x"})])
+        return ChatMessage(role="assistant", content="You use Helix.")
+
+    def lookup(q: str) -> str:
+        """Look something up."""
+        return "helix"
+
+    block = MemoryportBlock(memory)
+    li_memory = Memory.from_defaults(session_id="chat-5", token_limit=4000,
+                                     memory_blocks=[block])
+    agent = FunctionAgent(tools=[lookup], llm=MockFunctionCallingLLM(
+        response_generator=model, is_chat_model=True))
+
+    async def run() -> object:
+        return await agent.run("What editor do I use?", memory=li_memory)
+
+    answer = asyncio.run(run())
+    assert str(answer) == "You use Helix."
+    assert len(requests) == 2
+    assert all(FENCE in (r[0].content or "") for r in requests)  # recall for the whole loop
+    asyncio.run(block.acommit(asyncio.run(li_memory.aget_all())))
+    stored = memory.session_messages("chat-5")
+    assert [m["content"] for m in stored] == ["What editor do I use?", "You use Helix."]
+    assert memory.recorder.synced == [  # type: ignore[attr-defined]
+        ("What editor do I use?", "You use Helix.")]
 
 
 def test_user_insert_method_and_echoing_model_is_scrubbed(memory: memoryport.Memory) -> None:

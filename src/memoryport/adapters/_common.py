@@ -117,7 +117,9 @@ class ToolRunner:
 
 
 Said = tuple[str, str]
-"""A message as the tracker sees it: ``(role, text)``, role ``user``/``assistant``/other."""
+"""A message as the tracker sees it: ``(role, text)``. Roles: ``user``, ``assistant`` (text
+that may be the answer), ``assistant_call`` (an assistant message calling tools),
+``tool`` (a tool result), anything else (ignored)."""
 
 
 class TurnTracker:
@@ -180,6 +182,8 @@ class TurnTracker:
                 break
             if role == "assistant" and text.strip():
                 answer = text
+            elif role in ("tool", "assistant_call"):
+                answer = None  # the tool loop went on: that text was not the answer
         moved_on = any(role == "user" for role, _ in messages[start + 1 :])
         if answer is not None or moved_on:
             await self._end(answer)

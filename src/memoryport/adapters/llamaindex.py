@@ -34,11 +34,19 @@ from memoryport.api import Memory
 __all__ = ["MemoryportBlock"]
 
 
+def _calls_tools(message: ChatMessage) -> bool:
+    if message.additional_kwargs.get("tool_calls"):
+        return True
+    return any(getattr(block, "block_type", "") == "tool_call" for block in message.blocks)
+
+
 def _said(messages: list[ChatMessage] | None) -> list[Said]:
     out: list[Said] = []
     for message in messages or []:
-        role = getattr(message.role, "value", str(message.role))
-        out.append((str(role), message.content or ""))
+        role = str(getattr(message.role, "value", message.role))
+        if role == "assistant" and _calls_tools(message):
+            role = "assistant_call"
+        out.append((role, message.content or ""))
     return out
 
 
