@@ -118,3 +118,14 @@ def test_reading_an_empty_home_creates_no_audit_file(tmp_path: Path) -> None:
     assert audit.events(home) == []
     assert audit.retention_days(home) == audit.DEFAULT_RETENTION_DAYS
     assert not (home / audit.DB_NAME).exists()
+
+
+def test_many_homes_in_one_process_keep_few_files_open_and_all_still_record(
+        tmp_path: Path) -> None:
+    homes = [tmp_path / f"h{i}" for i in range(audit.OPEN_LOGS + 3)]
+    first = audit.audit_log(homes[0])
+    for home in homes:
+        audit.record(home, "cli", "read", "one")
+    first.append(shell="cli", kind="read", action="after eviction")  # reopens itself
+    audit.record(homes[0], "cli", "read", "two")
+    assert [e.action for e in audit.events(homes[0])] == ["two", "after eviction", "one"]

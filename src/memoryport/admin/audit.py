@@ -16,6 +16,7 @@ import os
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,18 +55,26 @@ READ_ACTIONS = frozenset({
 READ_TOOLS = frozenset({"session_search"})
 """Tools that only read."""
 
-_logs: dict[tuple[Path, int], AuditLog] = {}
+OPEN_LOGS = 8
+"""Audit files kept open per process (the least recently used beyond this are closed;
+a closed one reopens on its next use)."""
+
+_logs: OrderedDict[tuple[Path, int], AuditLog] = OrderedDict()
 _logs_lock = threading.Lock()
 
 
 def audit_log(home: Path) -> AuditLog:
-    """The audit log of ``home``, opened once per process (created on first use)."""
+    """The audit log of ``home``, kept open per process (created on first use)."""
     path = Path(home) / DB_NAME
     key = (path, os.getpid())
     with _logs_lock:
         found = _logs.get(key)
         if found is None:
             found = _logs[key] = AuditLog(path)
+        _logs.move_to_end(key)
+        while len(_logs) > OPEN_LOGS:
+            _, evicted = _logs.popitem(last=False)
+            evicted.close()
         return found
 
 

@@ -95,29 +95,48 @@ class AuditLog:
 
     def __init__(self, path: Path, *, busy_timeout: float = 10.0) -> None:
         self.path = path
+        self._busy_timeout = busy_timeout
         self._lock = threading.Lock()
         self._appends = 0
-        try:
-            create_private_file(path)  # memory excerpts live here: 0600 like state.db
-            self._conn = sqlite3.connect(
-                str(path), timeout=busy_timeout, check_same_thread=False, isolation_level=None
-            )
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open the audit log {path}: {exc}") from exc
+        self._conn: sqlite3.Connection | None = None
+        with self._lock:
+            self._connection()
         self.prune()
 
+    def _connection(self) -> sqlite3.Connection:
+        """The open connection (reopened after ``close``); call with the lock held."""
+        if self._conn is not None:
+            return self._conn
+        try:
+            create_private_file(self.path)  # memory excerpts live here: 0600 like state.db
+            conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout,
+                                   check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the audit log {self.path}: {exc}") from exc
+        self._conn = conn
+        return conn
+
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection (the next call opens it again)."""
         with self._lock:
-            self._conn.close()
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     def _run(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         try:
             with self._lock:
-                return self._conn.execute(sql, params).fetchall()
+                return self._connection().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"audit log {self.path}: {exc}") from exc
+
+    def _insert(self, sql: str, params: tuple[Any, ...]) -> int:
+        try:
+            with self._lock:
+                return int(self._connection().execute(sql, params).lastrowid or 0)
         except sqlite3.Error as exc:
             raise StoreError(f"audit log {self.path}: {exc}") from exc
 
@@ -126,16 +145,15 @@ class AuditLog:
                session_id: str = "", user_id: str = "", revision: str = "",
                detail: str = "", ts: float | None = None) -> int:
         """Record one event (one autocommitted insert); return its id."""
-        self._run(
+        new_id = self._insert(
             f"INSERT INTO events({_COLUMNS}) VALUES (NULL,?,?,?,?,?,?,?,?,?)",
             (time.time() if ts is None else ts, shell, kind, action, target, session_id,
              user_id, revision, detail),
         )
-        rows = self._run("SELECT last_insert_rowid()")
         self._appends += 1
         if self._appends % PRUNE_EVERY == 0:
             self.prune()
-        return int(rows[0][0])
+        return new_id
 
     def events(self, *, since: float | None = None, shell: str | None = None,
                kind: str | None = None, action: str | None = None, limit: int = 100,
@@ -178,16 +196,15 @@ class AuditLog:
         if days <= 0:
             return 0
         cutoff = (time.time() if now is None else now) - days * 86_400
-        self._run("DELETE FROM events WHERE ts < ?", (cutoff,))
-        return int(self._run("SELECT changes()")[0][0])
+        return len(self._run("DELETE FROM events WHERE ts < ? RETURNING id", (cutoff,)))
 
     # ------------------------------------------------------------------ held syncs
     def hold(self, user_id: str, session_id: str, payload: dict[str, Any]) -> int:
         """Keep one turn's sync for later; return its id."""
         text = json.dumps(payload, ensure_ascii=False, default=str)
-        self._run("INSERT INTO held_syncs(ts, user_id, session_id, payload) VALUES (?,?,?,?)",
-                  (time.time(), user_id, session_id, text))
-        return int(self._run("SELECT last_insert_rowid()")[0][0])
+        return self._insert(
+            "INSERT INTO held_syncs(ts, user_id, session_id, payload) VALUES (?,?,?,?)",
+            (time.time(), user_id, session_id, text))
 
     def held_count(self) -> int:
         """How many syncs are held."""
@@ -202,15 +219,16 @@ class AuditLog:
         ``user_id``: a concurrent claimer gets none of them."""
         try:
             with self._lock:
-                self._conn.execute("BEGIN IMMEDIATE")
+                conn = self._connection()
+                conn.execute("BEGIN IMMEDIATE")
                 try:
-                    rows = self._conn.execute(
+                    rows = conn.execute(
                         "DELETE FROM held_syncs WHERE user_id = ? "
                         "RETURNING id, ts, user_id, session_id, payload", (user_id,)
                     ).fetchall()
-                    self._conn.execute("COMMIT")
+                    conn.execute("COMMIT")
                 except BaseException:
-                    self._conn.execute("ROLLBACK")
+                    conn.execute("ROLLBACK")
                     raise
         except sqlite3.Error as exc:
             raise StoreError(f"audit log {self.path}: {exc}") from exc
