@@ -144,3 +144,21 @@ def test_failed_run_is_stored_interrupted(memory: memoryport.Memory) -> None:
 def test_wrong_memory_type_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match=r"memoryport\.open\(\)"):
         MemoryportSession("nope")
+
+
+def test_streamed_run(memory: memoryport.Memory) -> None:
+    model = ScriptedModel([[assistant_message("You use Helix.")]])
+    runner = MemoryportRunner(memory)
+
+    async def run() -> str:
+        result = await runner.run_streamed(Agent(name="a", model=model), "Editor?")
+        async for _ in result.stream_events():
+            pass
+        return str(result.final_output)
+
+    assert asyncio.run(run()) == "You use Helix."
+    users = [i for i in model.calls[0].input if i.get("role") == "user"]
+    assert FENCE in users[-1]["content"]
+    stored = memory.session_messages(memory.session_id)
+    assert [m["content"] for m in stored] == ["Editor?", "You use Helix."]
+    assert memory.recorder.synced == [("Editor?", "You use Helix.")]  # type: ignore[attr-defined]

@@ -32,7 +32,15 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from agents import Agent, FunctionTool, RunConfig, Runner, RunResult, TResponseInputItem
+from agents import (
+    Agent,
+    FunctionTool,
+    RunConfig,
+    Runner,
+    RunResult,
+    RunResultStreaming,
+    TResponseInputItem,
+)
 from agents.run_config import CallModelData, ModelInputData
 
 from memoryport.adapters._common import answer_text, fenced_block, sync_memory, tool_specs
@@ -378,11 +386,9 @@ class MemoryportRunner:
         extra = [tool for tool in self.tools if tool.name not in have]
         return agent.clone(tools=[*agent.tools, *extra]) if extra else agent
 
-    async def run(self, agent: Agent[Any], input: str | list[TResponseInputItem],
-                  **kwargs: Any) -> RunResult:
-        """``Runner.run(agent, input, session=self.session, **kwargs)`` inside one
-        memoryport turn: recall first, the turn stored and synced after (interrupted,
-        and re-raised, when the run fails)."""
+    async def _begin(self, input: str | list[TResponseInputItem],
+                     kwargs: dict[str, Any]) -> RunConfig:
+        """Open the turn (recall) and build the run config with the fence filter."""
         await self.session.get_items(limit=0)  # start/resume the session
         text = _user_text(input)
         self._turn = await asyncio.to_thread(self.memory.begin_turn, text) if text else None
@@ -391,8 +397,15 @@ class MemoryportRunner:
         config = kwargs.pop("run_config", None) or RunConfig()
         if isinstance(config, dict):
             config = RunConfig(**config)
-        config = dataclasses.replace(
+        return dataclasses.replace(
             config, call_model_input_filter=self._filter(config.call_model_input_filter))
+
+    async def run(self, agent: Agent[Any], input: str | list[TResponseInputItem],
+                  **kwargs: Any) -> RunResult:
+        """``Runner.run(agent, input, session=self.session, **kwargs)`` inside one
+        memoryport turn: recall first, the turn stored and synced after (interrupted,
+        and re-raised, when the run fails)."""
+        config = await self._begin(input, kwargs)
         try:
             result = await Runner.run(self._agent(agent), input, session=self.session,
                                       run_config=config, **kwargs)
@@ -405,3 +418,12 @@ class MemoryportRunner:
         await self.session.finish(output if isinstance(output, str) else json.dumps(
             output, default=str, ensure_ascii=False))
         return result
+
+    async def run_streamed(self, agent: Agent[Any], input: str | list[TResponseInputItem],
+                           **kwargs: Any) -> RunResultStreaming:
+        """``Runner.run_streamed`` inside one memoryport turn: recall first; the session
+        stores and syncs the turn when the final message arrives (a stream that ends
+        another way leaves it open until the next run, which stores it as interrupted)."""
+        config = await self._begin(input, kwargs)
+        return Runner.run_streamed(self._agent(agent), input, session=self.session,
+                                   run_config=config, **kwargs)
