@@ -290,3 +290,15 @@ def test_users_get_their_own_peer(tmp_path: Path, double: HonchoDouble) -> None:
         memory.end_turn(memory.begin_turn(f"I am {user}"), "hi")
         memory.close()
     assert {m["peer_id"] for m in double.messages[("ws", "ws")]} == {"ann", "bob", "mp"}
+
+
+def test_a_curated_user_fact_becomes_a_conclusion(tmp_path: Path, double: HonchoDouble) -> None:
+    memory = open_memory(configure(tmp_path / "home", double.url), platform="cli")
+    memory.begin_turn("hello")
+    result = memory.call_tool("memory", {"action": "add", "target": "user",
+                                         "content": "Works night shifts"})
+    assert json.loads(result)["success"]
+    memory.flush()
+    memory.close()
+    assert [(c["observer_id"], c["observed_id"], c["content"])
+            for c in double.conclusions["ws"]] == [("mp", "alice", "Works night shifts")]
