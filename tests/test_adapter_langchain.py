@@ -191,3 +191,15 @@ def test_wrong_input_is_a_clear_error(memory: memoryport.Memory) -> None:
         MemoryportStore("home")
     with pytest.raises(TypeError, match="unknown store operation"):
         MemoryportStore(memory).batch([("not", "an op")])  # type: ignore[list-item]
+
+
+def test_threads_are_sessions(memory: memoryport.Memory) -> None:
+    model = fake([AIMessage(content=f"answer {n}") for n in range(3)])
+    agent = create_agent(model, middleware=[MemoryportMiddleware(memory)],
+                         checkpointer=InMemorySaver())
+    for thread, text in (("thread-a", "one"), ("thread-b", "two"), ("thread-a", "three")):
+        agent.invoke({"messages": [{"role": "user", "content": text}]},
+                     {"configurable": {"thread_id": thread}})
+    assert [m["content"] for m in memory.session_messages("thread-a")] == [
+        "one", "answer 0", "three", "answer 2"]
+    assert [m["content"] for m in memory.session_messages("thread-b")] == ["two", "answer 1"]
