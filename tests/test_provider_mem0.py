@@ -212,3 +212,21 @@ def test_setup_interactively_for_offline_use(tmp_path: Path) -> None:
     assert (section["backend"], section["embedder"], section["infer"]) == ("oss", "hash", False)
     assert section["top_k"] == 3 and "api_key" not in section
     assert create_mem0_provider(home).is_available()
+
+
+def test_status_shows_availability_and_health(tmp_path: Path) -> None:
+    home = _configure(tmp_path / "home")
+    result = CliRunner().invoke(main, ["--home", str(home), "status", "--no-probe", "--json"])
+    provider = json.loads(result.output)["provider"]
+    assert result.exit_code == 0 and provider["available"] is True
+    assert provider["config"]["backend"] == "oss" and provider["config_problems"] == []
+    memory = open_memory(home, user_id="alice", platform="cli")
+    memory.end_turn(memory.begin_turn("health check"), "ok")
+    memory.flush()
+    hooks = memory.health()["mem0"]["hooks"]
+    assert hooks["prefetch"]["errors"] == 0 and hooks["sync_turn"]["calls"] == 1
+    memory.close()
+    blocked = _configure(tmp_path / "other", backend="platform")
+    result = CliRunner().invoke(main, ["--home", str(blocked), "status", "--no-probe",
+                                       "--json"])
+    assert json.loads(result.output)["provider"]["available"] is False

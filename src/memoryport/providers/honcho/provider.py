@@ -118,8 +118,8 @@ class HonchoProvider(MemoryProvider):
         save_host_values(Path(home), values)
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
-        """Resolve the settings for the home's profile and open the outbox (no request is
-        made here). ``ConfigError`` (bad settings, disabled) drops the provider."""
+        """Resolve the settings for the home's profile, build the client and open the
+        outbox (no request is made here). ``ConfigError`` (bad settings, disabled) drops the provider."""
         context = SessionContext.from_kwargs(session_id, **kwargs)
         if context.home is None:
             raise ConfigError("honcho needs the home directory (initialize's home kwarg)")
@@ -133,6 +133,7 @@ class HonchoProvider(MemoryProvider):
         self._outbox = Outbox(context.home / OUTBOX_NAME, base_s=config.retry_base_s,
                               max_s=config.retry_max_s)
         self._ready = True
+        self.link()  # imports the SDK and builds the client here (no request is made)
         log.info("honcho ready: %s workspace=%s host=%s", config.url, config.workspace,
                  config.host)
 
