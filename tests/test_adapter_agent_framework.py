@@ -5,6 +5,8 @@ scripted chat client built from its own ``BaseChatClient`` + ``FunctionInvocatio
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -110,3 +112,12 @@ def test_failed_run_is_stored_interrupted(memory: memoryport.Memory) -> None:
 def test_wrong_memory_type_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match=r"memoryport\.open\(\)"):
         MemoryportContextProvider(None)
+
+
+def test_without_agent_framework_the_import_error_names_the_extra() -> None:
+    code = ("import sys; sys.modules['agent_framework'] = None; "
+            "import memoryport.adapters.agent_framework")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 1
+    assert "pip install 'memoryport[agent-framework]'" in proc.stderr

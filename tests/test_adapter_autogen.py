@@ -5,6 +5,8 @@ recall in the request only, turns stored and synced once, curated add/clear."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -137,3 +139,11 @@ def test_accepts_an_async_memory(tmp_path: Path) -> None:
         return entries
 
     assert asyncio.run(run()) == ["Uses tabs."]
+
+
+def test_without_autogen_core_the_import_error_names_the_extra() -> None:
+    code = "import sys; sys.modules['autogen_core'] = None; import memoryport.adapters.autogen"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 1
+    assert "pip install 'memoryport[autogen]'" in proc.stderr

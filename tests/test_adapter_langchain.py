@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -203,3 +205,19 @@ def test_threads_are_sessions(memory: memoryport.Memory) -> None:
     assert [m["content"] for m in memory.session_messages("thread-a")] == [
         "one", "answer 0", "three", "answer 2"]
     assert [m["content"] for m in memory.session_messages("thread-b")] == ["two", "answer 1"]
+
+
+def test_without_langchain_the_import_error_names_the_extra() -> None:
+    code = "import sys; sys.modules['langchain'] = None; import memoryport.adapters.langchain"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 1
+    assert "pip install 'memoryport[langchain]'" in proc.stderr
+
+
+def test_without_langgraph_the_import_error_names_the_extra() -> None:
+    code = "import sys; sys.modules['langgraph'] = None; import memoryport.adapters.langgraph"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 1
+    assert "pip install 'memoryport[langchain]'" in proc.stderr

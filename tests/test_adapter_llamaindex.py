@@ -4,6 +4,8 @@ its mock LLMs (no LLM): recall in the request only, turns stored and synced once
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -169,3 +171,11 @@ def test_same_message_seen_twice_recalls_once(memory: memoryport.Memory) -> None
 def test_wrong_memory_type_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match=r"memoryport\.open\(\)"):
         MemoryportBlock(object())
+
+
+def test_without_llama_index_the_import_error_names_the_extra() -> None:
+    code = "import sys; sys.modules['llama_index'] = None; import memoryport.adapters.llamaindex"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 1
+    assert "pip install 'memoryport[llamaindex]'" in proc.stderr

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,3 +164,11 @@ def test_streamed_run(memory: memoryport.Memory) -> None:
     stored = memory.session_messages(memory.session_id)
     assert [m["content"] for m in stored] == ["Editor?", "You use Helix."]
     assert memory.recorder.synced == [("Editor?", "You use Helix.")]  # type: ignore[attr-defined]
+
+
+def test_without_agents_the_import_error_names_the_extra() -> None:
+    code = "import sys; sys.modules['agents'] = None; import memoryport.adapters.openai_agents"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 1
+    assert "pip install 'memoryport[openai-agents]'" in proc.stderr

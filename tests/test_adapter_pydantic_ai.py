@@ -3,6 +3,8 @@ and ``TestModel`` (no LLM): recall in the request only, the turn stored and sync
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +143,11 @@ def test_failed_run_is_stored_interrupted_not_synced(tmp_path: Path) -> None:
 def test_wrong_memory_type_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match=r"memoryport\.open\(\)"):
         MemoryportCapability("not a memory")
+
+
+def test_without_pydantic_ai_the_import_error_names_the_extra() -> None:
+    code = "import sys; sys.modules['pydantic_ai'] = None; import memoryport.adapters.pydantic_ai"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 1
+    assert "pip install 'memoryport[pydantic-ai]'" in proc.stderr

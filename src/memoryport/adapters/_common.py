@@ -24,12 +24,22 @@ __all__ = [
     "TurnTracker",
     "answer_text",
     "fenced_block",
+    "missing_extra",
     "sync_memory",
     "tool_specs",
 ]
 
 MemoryLike = Memory | AsyncMemory
 """What an adapter accepts: ``memoryport.open()`` or ``await memoryport.open_async()``."""
+
+
+def missing_extra(adapter: str, extra: str, error: ImportError) -> ImportError:
+    """The error for an adapter imported without its framework: what is missing and the
+    install command that brings it."""
+    return ImportError(
+        f"memoryport.adapters.{adapter} needs the {extra!r} extra ({error.name or error} "
+        f"is not installed): pip install 'memoryport[{extra}]'"
+    )
 
 
 def sync_memory(memory: object) -> Memory:

@@ -23,15 +23,20 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agent_framework import AgentSession, ContextProvider, FunctionTool, Message, SessionContext
-
 from memoryport.adapters._common import (
     ToolRunner,
     answer_text,
     fenced_block,
+    missing_extra,
     sync_memory,
     tool_specs,
 )
+
+try:
+    from agent_framework import AgentSession, ContextProvider, FunctionTool, Message, SessionContext
+except ImportError as exc:  # the framework is an extra
+    raise missing_extra("agent_framework", "agent-framework", exc) from exc
+
 from memoryport.api import Memory
 
 __all__ = ["MemoryportContextProvider", "memory_tools"]

@@ -29,18 +29,22 @@ import asyncio
 import json
 from typing import Any
 
-from autogen_core import CancellationToken
-from autogen_core.memory import (
-    Memory,
-    MemoryContent,
-    MemoryMimeType,
-    MemoryQueryResult,
-    UpdateContextResult,
-)
-from autogen_core.model_context import ChatCompletionContext
-from autogen_core.models import SystemMessage
+from memoryport.adapters._common import Said, TurnTracker, fenced_block, missing_extra, sync_memory
 
-from memoryport.adapters._common import Said, TurnTracker, fenced_block, sync_memory
+try:
+    from autogen_core import CancellationToken
+    from autogen_core.memory import (
+        Memory,
+        MemoryContent,
+        MemoryMimeType,
+        MemoryQueryResult,
+        UpdateContextResult,
+    )
+    from autogen_core.model_context import ChatCompletionContext
+    from autogen_core.models import SystemMessage
+except ImportError as exc:  # the framework is an extra
+    raise missing_extra("autogen", "autogen", exc) from exc
+
 from memoryport.api import Memory as MemoryportMemoryCore
 from memoryport.fence import sanitize_context
 

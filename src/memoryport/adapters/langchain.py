@@ -31,18 +31,23 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
-from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.runtime import Runtime
-
 from memoryport.adapters._common import (
     ToolRunner,
     answer_text,
     fenced_block,
+    missing_extra,
     sync_memory,
     tool_specs,
 )
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
+    from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+    from langchain_core.tools import BaseTool, StructuredTool
+    from langgraph.runtime import Runtime
+except ImportError as exc:  # the framework is an extra
+    raise missing_extra("langchain", "langchain", exc) from exc
+
 from memoryport.api import Memory
 
 __all__ = ["MemoryportMiddleware", "memory_tools"]

@@ -37,20 +37,24 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-)
+from memoryport.adapters._common import missing_extra, sync_memory
 
-from memoryport.adapters._common import sync_memory
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+    )
+except ImportError as exc:  # the framework is an extra
+    raise missing_extra("langgraph", "langchain", exc) from exc
+
 from memoryport.api import Memory
 
 __all__ = ["MemoryportStore", "entry_key"]

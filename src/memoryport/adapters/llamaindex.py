@@ -24,11 +24,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.memory import BaseMemoryBlock
-from pydantic import PrivateAttr
+from memoryport.adapters._common import Said, TurnTracker, fenced_block, missing_extra, sync_memory
 
-from memoryport.adapters._common import Said, TurnTracker, fenced_block, sync_memory
+try:
+    from llama_index.core.base.llms.types import ChatMessage
+    from llama_index.core.memory import BaseMemoryBlock
+    from pydantic import PrivateAttr
+except ImportError as exc:  # the framework is an extra
+    raise missing_extra("llamaindex", "llamaindex", exc) from exc
+
 from memoryport.api import Memory
 
 __all__ = ["MemoryportBlock"]

@@ -32,18 +32,28 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from agents import (
-    Agent,
-    FunctionTool,
-    RunConfig,
-    Runner,
-    RunResult,
-    RunResultStreaming,
-    TResponseInputItem,
+from memoryport.adapters._common import (
+    answer_text,
+    fenced_block,
+    missing_extra,
+    sync_memory,
+    tool_specs,
 )
-from agents.run_config import CallModelData, ModelInputData
 
-from memoryport.adapters._common import answer_text, fenced_block, sync_memory, tool_specs
+try:
+    from agents import (
+        Agent,
+        FunctionTool,
+        RunConfig,
+        Runner,
+        RunResult,
+        RunResultStreaming,
+        TResponseInputItem,
+    )
+    from agents.run_config import CallModelData, ModelInputData
+except ImportError as exc:  # the framework is an extra
+    raise missing_extra("openai_agents", "openai-agents", exc) from exc
+
 from memoryport.api import Memory
 from memoryport.errors import SessionNotFound
 from memoryport.turn import Turn

@@ -25,21 +25,26 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pydantic_ai import RunContext
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
-from pydantic_ai.models import ModelRequestContext
-from pydantic_ai.run import AgentRunResult
-from pydantic_ai.tools import Tool
-from pydantic_ai.toolsets import FunctionToolset
-
 from memoryport.adapters._common import (
     ToolRunner,
     answer_text,
     fenced_block,
+    missing_extra,
     sync_memory,
     tool_specs,
 )
+
+try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+    from pydantic_ai.models import ModelRequestContext
+    from pydantic_ai.run import AgentRunResult
+    from pydantic_ai.tools import Tool
+    from pydantic_ai.toolsets import FunctionToolset
+except ImportError as exc:  # the framework is an extra
+    raise missing_extra("pydantic_ai", "pydantic-ai", exc) from exc
+
 from memoryport.api import Memory
 from memoryport.types import flatten_content
 
