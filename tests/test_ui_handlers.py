@@ -248,3 +248,17 @@ def test_memoryport_ui_serves_the_home_until_stopped(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=15)
+
+
+def test_a_long_session_pages_and_history_rows_have_one_click_undo(
+        client: TestClient, seeded: tuple[Path, dict[str, str]]) -> None:
+    with open_store(seeded[0]) as store:
+        store.create_session("long-one", source="cli", title="Long one")
+        store.append_messages("long-one", [{"role": "user", "content": f"line {i}"}
+                                           for i in range(510)])
+    first = client.get("/sessions/long-one").text
+    assert "Messages 1-500 of 510." in first and "line 499" in first and "line 500" not in first
+    later = client.get("/sessions/long-one", params={"offset": "500"}).text
+    assert "line 509" in later and "line 499" not in later and "Earlier" in later
+    history = client.get("/memory/history").text
+    assert history.count('class="inline undo"') == history.count('class="revision"') > 0

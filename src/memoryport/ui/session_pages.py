@@ -147,7 +147,9 @@ def session_page(request: Request) -> Response:
         except SessionNotFound:
             return render(request, "error.html", {"title": "Not found",
                                                   "error": f"no session {sid!r}"}, 404)
-        messages = store.get_messages(sid, limit=MESSAGES)
+        raw = request.query_params.get("offset", "0")
+        offset = int(raw) if raw.isdigit() else 0
+        messages = store.get_messages(sid, limit=MESSAGES, offset=offset)
         children, lineage = store.children(sid), store.lineage(sid)
     record(ui.home, SHELL, "read", "sessions.view", target=sid, session_id=sid,
            user_id=ui.user_id)
@@ -156,7 +158,8 @@ def session_page(request: Request) -> Response:
              for m in messages]
     return render(request, "session.html", {
         "title": session.title or sid, "s": session, "messages": shown,
-        "children": children, "lineage": lineage, "more": session.message_count > MESSAGES,
+        "children": children, "lineage": lineage, "offset": offset, "page": MESSAGES,
+        "more": session.message_count > offset + MESSAGES,
         "msg": request.query_params.get("msg", ""),
     })
 
