@@ -135,3 +135,15 @@ def test_status_names_an_unreachable_server(tmp_path: Path, double: HonchoDouble
     assert f"UNREACHABLE: honcho at {double.url}" in out.output and SECRET not in out.output
     generic = json.loads(run(home, "status", "--json").output)["provider"]
     assert generic["config"].get("apiKey") in (None, "set") and SECRET not in json.dumps(generic)
+
+
+def test_the_honcho_setup_wizard_interactively(tmp_path: Path, double: HonchoDouble) -> None:
+    home = _active(tmp_path / "home")
+    result = run(home, "honcho", "setup", input=f"y\n{double.url}\neri\ntools\n")
+    assert result.exit_code == 0, result.output
+    assert _host(home) == {"baseUrl": double.url, "peerName": "eri", "recallMode": "tools",
+                           "enabled": True}
+    result = run(home, "honcho", "setup", input="n\nsecret-from-prompt\n\nhybrid\n")
+    assert result.exit_code == 0, result.output
+    assert "HONCHO_API_KEY=secret-from-prompt" in (home / ".env").read_text()
+    assert "secret-from-prompt" not in result.output

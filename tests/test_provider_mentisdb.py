@@ -314,3 +314,17 @@ def test_status_method_reports_reachability(tmp_path: Path, double: MentisDBDoub
     report = provider.status()
     assert report["reachable"] is False and double.url in report["error"]
     provider.shutdown()
+
+
+def test_pre_compress_keeps_the_user_messages(tmp_path: Path, double: MentisDBDouble) -> None:
+    home = _home(tmp_path, double.url)
+    provider = create_mentisdb_provider(home)
+    provider.initialize("s1", home=str(home))
+    assert provider.on_pre_compress([
+        {"role": "user", "content": "The VPN config lives in ops/vpn.yaml"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "x" * 5000}]) == ""
+    kept = [(t["content"][:20], len(t["content"]), t["tags"]) for t in double.thoughts]
+    assert kept[0] == ("The VPN config lives", 36, ["memoryport", "pre-compress"])
+    assert kept[1][1] == 2000 and len(kept) == 2
+    provider.shutdown()

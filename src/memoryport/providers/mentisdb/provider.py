@@ -308,6 +308,10 @@ class MentisDBProvider(MemoryProvider):
             text = message.get("content") if isinstance(message, dict) else None
             if message.get("role") == "user" and isinstance(text, str) and text.strip():
                 self._append(text[:2000], "Observation", ["memoryport", "pre-compress"])
+        try:
+            self._flush()
+        except ProviderError as exc:  # kept in the outbox; compression goes on
+            log.warning("mentisdb: pre-compress thoughts queued for a retry (%s)", exc)
         return ""
 
     def on_session_end(self, messages: list[Message]) -> None:
