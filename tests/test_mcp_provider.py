@@ -201,3 +201,15 @@ def test_settings_accept_strings_for_lists() -> None:
     assert settings.tools == ("search_nodes", "read_graph")
     assert settings.env == {"A": "1"}
     assert not McpProvider().is_available()
+
+
+def test_templates_fill_placeholders_once() -> None:
+    from memoryport.providers.mcp.settings import fill
+
+    template = {"text": "user: {user} / assistant: {assistant}", "who": "{user}", "n": 3,
+                "list": ["{query}", "{unknown}"]}
+    values = {"user": "I typed {assistant}", "assistant": "ok", "query": "q"}
+    assert fill(template, values) == {
+        "text": "user: I typed {assistant} / assistant: ok", "who": "I typed {assistant}",
+        "n": 3, "list": ["q", "{unknown}"],
+    }

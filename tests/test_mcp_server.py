@@ -256,3 +256,35 @@ def test_close_ends_the_client_sessions(tmp_path: Path) -> None:
     with memoryport.open(tmp_path) as memory:
         record = memory.sessions.get_session(turn["session_id"])
     assert record.end_reason == "close"
+
+
+def test_least_recently_used_client_is_closed_over_max_clients(tmp_path: Path) -> None:
+    srv = build_server(tmp_path, ServeOptions(max_clients=2))
+
+    async def body(c: Client) -> list[str]:
+        ids = []
+        for key in ("one", "two", "three"):
+            answer = await c.call_tool("remember_turn", {"user": f"hi {key}", "assistant": "a"},
+                                       meta={META_SESSION_KEY: key})
+            ids.append(text(answer)["session_id"])
+        return ids
+
+    try:
+        ids = run(srv, body)
+        open_now = {i.client_key for i in srv.pool.identities()}
+    finally:
+        srv.close()
+    assert ids == ["one", "two", "three"]
+    assert open_now == {"session:two", "session:three"}  # "default" and "one" were closed
+    with memoryport.open(tmp_path) as memory:
+        assert memory.sessions.get_session("one").end_reason == "close"
+
+
+def test_meta_identity_must_be_text(server: MemoryServer) -> None:
+    async def body(c: Client) -> MCPError:
+        with pytest.raises(MCPError) as bad:
+            await c.call_tool("session_search", {"query": "x"}, meta={META_USER_KEY: 42})
+        return bad.value
+
+    error = run(server, body)
+    assert error.code == -32600 and META_USER_KEY in error.message
