@@ -157,6 +157,8 @@ def main() -> None:
     parser.add_argument("--per-session", type=int, default=50)
     parser.add_argument("--dir", type=Path, default=None, help="work directory")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument("--hermes-db", type=Path, default=None,
+                        help="use this Hermes state.db (read only) instead of building one")
     parser.add_argument("--step", default=None, help=argparse.SUPPRESS)
     parser.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -168,7 +170,12 @@ def main() -> None:
         hermes, home, copy = work / "hermes", work / "home", work / "copy"
         hermes.mkdir()
         started = time.perf_counter()
-        build_state_db(hermes / "state.db", args.messages, args.per_session)
+        if args.hermes_db is not None:
+            (hermes / "state.db").symlink_to(args.hermes_db.resolve())
+            with sqlite3.connect(f"file:{args.hermes_db}?mode=ro", uri=True) as conn:
+                args.messages = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+        else:
+            build_state_db(hermes / "state.db", args.messages, args.per_session)
         build_s = time.perf_counter() - started
         db_mb = (hermes / "state.db").stat().st_size / 1e6
         first = child("hermes", [str(hermes), str(home)])

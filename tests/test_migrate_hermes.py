@@ -149,9 +149,10 @@ def test_every_session_and_message_is_imported(tmp_path: Path, schema: str) -> N
                                                               "Trip planning (2)")
         root = store.get_session("20260105_root")
         assert root.started_at == 1767600000.0 and root.ended_at == 1767600500.0
+        assert root.message_count == 3 and root.last_active_at == 1767600003.0
         assert store.get_session("cron_1").source == "cron"
         msgs = store.get_messages("20260105_root")
-        assert [m.id for m in msgs] == [1, 2, 3]
+        assert [m.metadata["hermes"]["id"] for m in msgs] == [1, 2, 3]
         assert msgs[0].content == "Book me a flight to Lisbon\nnext Friday"
         assert msgs[0].timestamp == 1767600001.0
         assert msgs[2].tool_name == "book_flight" and msgs[2].tool_call_id == "c1"
@@ -160,8 +161,9 @@ def test_every_session_and_message_is_imported(tmp_path: Path, schema: str) -> N
             assert msgs[1].reasoning == "User wants LIS."
             assert msgs[1].metadata["hermes"]["finish_reason"] == "tool_calls"
             assert root.metadata["hermes"]["cwd"] == "/home/ana" and root.input_tokens == 120
+        assert child.last_active_at == 1767600601.0  # its newest message
         if schema == "v30":
-            assert child.last_active_at == 1767609999.0
+            assert child.metadata["hermes"]["last_activity_at"] == 1767609999.0
         hits = store.search_messages("Alfama").hits
         assert [h.message.session_id for h in hits] == ["20260105_child"]
 

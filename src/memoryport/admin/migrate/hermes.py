@@ -6,9 +6,11 @@ merged into curated memory like an OpenClaw migration (deduplicated, scanned, wi
 budget, the rest archived under ``<home>/migration/hermes/<timestamp>/archive/``; history
 source ``migration:hermes``), and every session and message of ``state.db`` is imported
 into the session store with its id, lineage (``parent_session_id``), source, title,
-timestamps, counters and every other column (``metadata["hermes"]``). ``state.db`` is
-read read-only (:mod:`.hermes_db`) and streamed in chunks through the store's bulk import
-(:mod:`.stream`), so memory stays bounded whatever its size.
+timestamps, counters and every other column (``metadata["hermes"]``, with each message's
+Hermes id). ``state.db`` is read read-only (:mod:`.hermes_db`), one session at a time,
+and each session's messages go in through the store's bulk append (one transaction per
+batch, the word index built once per batch), so memory stays bounded (one session)
+whatever the size of the database.
 
 Idempotent: a session already imported with as many messages is left alone, so a second
 run imports nothing new; a session that grew in Hermes since gets the new messages
@@ -17,7 +19,6 @@ appended (its row, and its children's links to it, stay).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,6 @@ from memoryport.admin.migrate.curated_merge import (
 from memoryport.admin.migrate.hermes_db import HermesDB, message_record, session_record
 from memoryport.admin.migrate.openclaw import SourceNotFound, run_directory
 from memoryport.admin.migrate.report import Report
-from memoryport.admin.migrate.stream import Group, dump, import_groups
 from memoryport.admin.sessions import Progress, SessionStore, open_store
 from memoryport.config import ensure_home, validate_name
 from memoryport.errors import ConfigError, SessionNotFound
@@ -123,32 +123,44 @@ def _sessions(
         return
     with HermesDB(path) as db:
         total = db.count_messages()
-        sessions = len(db.session_order())
+        order = db.session_order()
         if dry_run:
             report.add("sessions", str(path), str(target / "state.db"), "import",
-                       f"up to {sessions} sessions, {total} messages (already imported "
+                       f"up to {len(order)} sessions, {total} messages (already imported "
                        "ones are skipped)")  # fmt: skip
             return
         ensure_home(target)
         store = open_store(target)
+        counts = dict.fromkeys(("sessions", "messages", "unchanged", "grown", "appended"), 0)
+        reported = 0
         try:
-            counts = {"unchanged": 0, "grown": 0, "appended": 0}
-            groups = _changed_groups(db, store, counts)
-            totals = import_groups(
-                store, groups, on_conflict="skip", total_messages=total, progress=progress
-            )
+            for session_id, parent in order:
+                _import_session(db, store, session_id, parent, counts)
+                done = counts["messages"] + counts["appended"]
+                if progress is not None and done - reported >= _PROGRESS_EVERY:
+                    progress("importing", done, total)
+                    reported = done
         finally:
             store.close()
-    report.add("sessions", str(path), str(target / "state.db"), "import",
-               f"{totals.sessions_imported} sessions, {totals.messages_imported} messages")
-    report.add("sessions", str(path), str(target / "state.db"), "update",
+        if progress is not None:
+            progress("importing", counts["messages"] + counts["appended"], total)
+    where, into = str(path), str(target / "state.db")
+    report.add("sessions", where, into, "import",
+               f"{counts['sessions']} sessions, {counts['messages']} messages")
+    report.add("sessions", where, into, "update",
                f"{counts['grown']} sessions grew since: {counts['appended']} messages added")
-    report.add("sessions", str(path), str(target / "state.db"), "unchanged",
+    report.add("sessions", where, into, "unchanged",
                f"{counts['unchanged']} sessions already imported")  # fmt: skip
-    for key, value in (("sessions", totals.sessions_imported),
-                       ("messages", totals.messages_imported + counts["appended"]),
+    for key, value in (("sessions", counts["sessions"]),
+                       ("messages", counts["messages"] + counts["appended"]),
                        ("sessions_unchanged", counts["unchanged"])):  # fmt: skip
         report.counts[key] = report.counts.get(key, 0) + value
+
+
+_PROGRESS_EVERY = 5_000
+_UPDATABLE = ("title", "model", "ended_at", "end_reason", "tool_call_count", "input_tokens",
+              "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
+              "estimated_cost_usd", "actual_cost_usd", "metadata")  # fmt: skip
 
 
 def _stored_count(store: SessionStore, session_id: str) -> int | None:
@@ -158,38 +170,40 @@ def _stored_count(store: SessionStore, session_id: str) -> int | None:
         return None
 
 
-_UPDATABLE = ("title", "model", "ended_at", "end_reason", "input_tokens", "output_tokens",
-              "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-              "estimated_cost_usd", "actual_cost_usd", "metadata")  # fmt: skip
+def _message_input(m: dict[str, Any]) -> MessageInput:
+    return MessageInput(role=m["role"], content=m["content"], tool_name=m["tool_name"],
+                        tool_calls=m["tool_calls"], tool_call_id=m["tool_call_id"],
+                        reasoning=m["reasoning"], timestamp=m["timestamp"],
+                        metadata=m["metadata"])  # fmt: skip
 
 
-def _grow(store: SessionStore, record: dict[str, Any], new: list[dict[str, Any]]) -> None:
-    """Append the messages a session gained in Hermes since it was imported (the
-    session's row and its children's links stay as they are) and refresh its fields."""
-    store.append_messages(record["id"], [
-        MessageInput(role=m["role"], content=m["content"], tool_name=m["tool_name"],
-                     tool_calls=m["tool_calls"], tool_call_id=m["tool_call_id"],
-                     reasoning=m["reasoning"], timestamp=m["timestamp"],
-                     metadata=m["metadata"])
-        for m in new
-    ])  # fmt: skip
-    store.update_session(record["id"], **{k: record[k] for k in _UPDATABLE if k in record})
-
-
-def _changed_groups(db: HermesDB, store: SessionStore, counts: dict[str, int]) -> Iterator[Group]:
-    """Export lines of each new session; a stored session that grew gets its new
-    messages appended (``_grow``); one stored whole is counted as unchanged."""
-    for session_id, parent in db.session_order():
-        messages = [message_record(row) for row in db.messages(session_id)]
-        stored = _stored_count(store, session_id)
-        if stored is not None and stored >= len(messages):
-            counts["unchanged"] += 1
-            continue
-        newest = max((m["timestamp"] for m in messages), default=0.0)
-        record = session_record(db.session_row(session_id), parent, len(messages), newest)
-        if stored is not None:
-            _grow(store, record, messages[stored:])
-            counts["grown"] += 1
-            counts["appended"] += len(messages) - stored
-            continue
-        yield dump("session", record), [dump("message", m) for m in messages]
+def _import_session(
+    db: HermesDB, store: SessionStore, session_id: str, parent: str | None,
+    counts: dict[str, int],
+) -> None:
+    """One session: created (with its Hermes id, source, user, parent, start) unless it
+    is stored; its messages not stored yet appended in one batch (the store's bulk
+    append: one transaction, the word index built once for the batch); then its
+    counters, end, title, costs and metadata set as in Hermes. A session stored with as
+    many messages is counted as unchanged and left alone."""
+    messages = [message_record(row) for row in db.messages(session_id)]
+    stored = _stored_count(store, session_id)
+    if stored is not None and stored >= len(messages):
+        counts["unchanged"] += 1
+        return
+    newest = max((m["timestamp"] for m in messages), default=0.0)
+    record = session_record(db.session_row(session_id), parent, len(messages), newest)
+    if stored is None:
+        store.create_session(
+            session_id, source=record["source"], user_id=record["user_id"],
+            parent_session_id=parent, started_at=record["started_at"],
+        )
+        counts["sessions"] += 1
+        counts["messages"] += len(messages)
+    else:
+        counts["grown"] += 1
+        counts["appended"] += len(messages) - stored
+    new = messages[stored or 0:]
+    if new:
+        store.append_messages(session_id, [_message_input(m) for m in new])
+    store.update_session(session_id, **{k: record[k] for k in _UPDATABLE if k in record})

@@ -40,7 +40,7 @@ _MESSAGE_FIELDS = frozenset(
     {"id", "session_id", "role", "content", "timestamp", "tool_name", "tool_calls",
      "tool_call_id", "reasoning"}
 )  # fmt: skip
-_SESSION_SKIP = frozenset({"message_count", "last_activity_at", "last_active_at"})
+_SESSION_SKIP = frozenset({"message_count"})
 
 
 def _plain(value: Any) -> Any:
@@ -161,6 +161,7 @@ def _tool_calls(raw: Any, extra: dict[str, Any]) -> list[Any] | None:
 def message_record(row: dict[str, Any]) -> dict[str, Any]:
     """A ``MessageRecord`` dict (the export shape) for one Hermes message row."""
     extra = _extra(row, _MESSAGE_FIELDS)
+    extra["id"] = int(row["id"])  # the store numbers messages itself
     reasoning = row.get("reasoning") or row.get("reasoning_content")
     if reasoning and not row.get("reasoning"):
         extra.pop("reasoning_content", None)
