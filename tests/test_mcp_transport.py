@@ -268,3 +268,40 @@ def test_http_server_stops_cleanly_and_closes_sessions(tmp_path: Path) -> None:
     assert proc.returncode == 0
     with memoryport.open(tmp_path) as memory:
         assert memory.sessions.get_session(turn["session_id"]).end_reason == "close"
+
+
+def test_http_client_gone_while_its_call_runs_leaves_a_whole_turn_or_none(
+    http_server: tuple[str, Path],
+) -> None:
+    url, home = http_server
+    port = int(url.split(":")[2].split("/")[0])
+    base = {"Authorization": f"Bearer {BOB}", "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json"}
+    init = httpx.post(url, headers=base, timeout=30, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}})
+    session = init.headers["mcp-session-id"]
+    headers = {**base, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+    httpx.post(url, headers=headers, timeout=30,
+               json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    call = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "remember_turn", "arguments": {"user": "gone mid-call", "assistant": "a"},
+        "_meta": {"memoryport/session_id": "cut-session"}}})
+    lines = ["POST /mcp HTTP/1.1", "Host: 127.0.0.1", f"Content-Length: {len(call)}",
+             *(f"{k}: {v}" for k, v in headers.items())]
+    with socket.create_connection(("127.0.0.1", port), 5) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n" + call).encode())
+    # the client is gone; the server keeps serving and stored the whole turn or none of it
+
+    async def body() -> Any:
+        async with http_client(url, BOB) as client:
+            return await client.call_tool("session_search", {"query": "x"})
+
+    assert not anyio.run(body).is_error
+    with memoryport.open(home, user_id="bob") as memory:
+        try:
+            stored = memory.session_messages("cut-session")
+        except memoryport.MemoryportError:
+            stored = []
+    assert len(stored) in (0, 2)
