@@ -2,11 +2,14 @@
 (``/usr/bin/chromium``, installed by ``make test``; no browser is ever downloaded) against
 a real uvicorn server on 127.0.0.1 over a seeded home. One browser for the module.
 
-Screenshots of the main pages are written to ``docs/img/`` (shown in ``docs/ui.md``).
+Screenshots of the main pages are written to ``docs/img/`` (shown in ``docs/ui.md``) when
+missing, or always with ``MEMORYPORT_UPDATE_SCREENSHOTS=1``.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,8 +58,15 @@ def page(browser: Browser) -> Iterator[Page]:
 
 
 def _shot(page: Page, name: str) -> None:
-    IMG.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMG / f"ui-{name}.png"), full_page=False)
+    """Screenshot the page into docs/img/ when that image is missing or
+    MEMORYPORT_UPDATE_SCREENSHOTS=1 (pages show times and temporary paths, so a routine
+    run must not rewrite the committed images); else into a temporary directory."""
+    target = IMG / f"ui-{name}.png"
+    if target.exists() and os.environ.get("MEMORYPORT_UPDATE_SCREENSHOTS") != "1":
+        target = Path(tempfile.gettempdir()) / "memoryport-ui-shots" / target.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(target), full_page=False)
+    assert target.stat().st_size > 10_000
 
 
 def test_add_edit_remove_and_restore_an_entry(page: Page,
