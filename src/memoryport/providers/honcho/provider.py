@@ -119,7 +119,8 @@ class HonchoProvider(MemoryProvider):
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         """Resolve the settings for the home's profile, build the client and open the
-        outbox (no request is made here). ``ConfigError`` (bad settings, disabled) drops the provider."""
+        outbox (no request is made here). ``ConfigError`` (bad settings, disabled) drops
+        the provider."""
         context = SessionContext.from_kwargs(session_id, **kwargs)
         if context.home is None:
             raise ConfigError("honcho needs the home directory (initialize's home kwarg)")
