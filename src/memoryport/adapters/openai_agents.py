@@ -112,7 +112,7 @@ def messages_for(items: Sequence[Item]) -> list[Message]:
             group = None
             out.append(_output(item))
             continue
-        if kind in ("assistant", "user") or group is None or (
+        if kind in ("assistant", "user") or group is None or group["role"] == "user" or (
                 kind == "other" and group.get("tool_calls")):
             group = {"role": "user" if kind == "user" else "assistant",
                      "content": _text(item.get("content")) if kind != "other" else "",
