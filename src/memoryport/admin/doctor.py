@@ -339,7 +339,7 @@ def _check_sessions(home: Path) -> Iterator[Check]:
         yield Check("sessions", "ok", f"PostgreSQL at {pg.describe_dsn(settings.dsn)} reachable")
         from memoryport.admin.doctor_postgres import postgres_checks
 
-        yield from postgres_checks(settings.dsn)
+        yield from (Check(*found) for found in postgres_checks(settings.dsn))
 
 
 _CHECKS = (

@@ -10,17 +10,17 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
-from memoryport.admin.doctor import Check
 from memoryport.storage.sessions.postgres.migrations import POLICIES
 
 __all__ = [
     "EXPECTED_INDEXES",
     "LATENCY_WARN_MS",
     "MIN_VERSION",
+    "Check",
     "postgres_checks",
 ]
 
@@ -41,6 +41,16 @@ EXPECTED_INDEXES = (
 """Indexes the session store's queries rely on (``messages_content_trgm`` is optional)."""
 
 Conn = psycopg.Connection[Any]
+
+
+class Check(NamedTuple):
+    """One finding, in the field order of :class:`memoryport.admin.doctor.Check` (which
+    ``doctor`` builds from it; importing that class here would make an import cycle)."""
+
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
 
 
 def postgres_checks(dsn: str, schema: str = "memoryport") -> Iterator[Check]:
