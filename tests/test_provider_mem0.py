@@ -204,7 +204,7 @@ def test_an_unreachable_platform_is_named_without_the_key(tmp_path: Path,
 
 def test_setup_interactively_for_offline_use(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    answers = ["oss", "", "", "", "", "", "", "false", "3", "", "hash", "", "", ""]
+    answers = ["oss", "", "", "", "", "", "", "false", "3", "", "hash", "", "", "", "", ""]
     result = CliRunner().invoke(main, ["--home", str(home), "setup", "mem0", "--no-install"],
                                 input="\n".join(answers) + "\n")
     assert result.exit_code == 0, result.output
@@ -230,3 +230,31 @@ def test_status_shows_availability_and_health(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["--home", str(blocked), "status", "--no-probe",
                                        "--json"])
     assert json.loads(result.output)["provider"]["available"] is False
+
+
+def test_platform_writes_survive_an_outage_and_a_restart(
+    tmp_path: Path, platform: Mem0PlatformDouble
+) -> None:
+    home = _configure(tmp_path / "home", backend="platform", host=platform.url,
+                      retry_base_s=0.0, mode="tools")
+    os.environ["MEM0_API_KEY"] = SECRET
+    memory = open_memory(home, user_id="alice", platform="cli")
+    sent: list[str] = []
+
+    def turn(n: int) -> None:
+        memory.end_turn(memory.begin_turn(f"fact {n} about billing"), f"ack {n}")
+        sent.extend([f"fact {n} about billing", f"ack {n}"])
+
+    turn(1)
+    memory.flush()
+    platform.stop()
+    turn(2)
+    turn(3)
+    memory.flush()
+    error = memory.health()["mem0"]["hooks"]["sync_turn"]["last_error"]
+    assert platform.url in error and SECRET not in error
+    platform.start()
+    turn(4)
+    memory.flush()
+    memory.close()
+    assert [m["memory"] for m in platform.memories] == sent  # 8 sent, 8 received, in order

@@ -5,8 +5,10 @@ user and this agent, or this session) and renders them within ``recall_chars``; 
 ``mem0_profile`` (everything known about the user), ``mem0_search`` and ``mem0_conclude``
 (store one fact as given). Writes: ``sync_turn`` adds the turn (user and assistant
 messages) scoped to the user, the agent and the session (``run_id``), with ``infer`` as
-configured; curated writes are mirrored as facts. The manager's background queue runs the
-writes; subagent, cron and flush contexts never write.
+configured; curated writes are mirrored as facts. Writes are recorded in a durable outbox
+(``<home>/mem0-outbox.db``) first and sent on the manager's background queue, retried with
+backoff, never lost across an outage or a restart; subagent, cron and flush contexts never
+write.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from memoryport.config.schema import ConfigField
 from memoryport.errors import ConfigError, ProviderError, tool_error, tool_error_json
 from memoryport.provider import MemoryProvider
 from memoryport.providers.mem0.backend import Backend, open_backend
+from memoryport.providers.mem0.outbox import Outbox
 from memoryport.providers.mem0.settings import CONFIG_SCHEMA, Settings
 from memoryport.types import SessionContext, ToolSchema
 
-__all__ = ["CONCLUDE_SCHEMA", "PROFILE_SCHEMA", "SEARCH_SCHEMA", "Mem0Provider"]
+__all__ = ["CONCLUDE_SCHEMA", "OUTBOX_NAME", "PROFILE_SCHEMA", "SEARCH_SCHEMA", "Mem0Provider"]
 
 log = logging.getLogger("memoryport.providers.mem0")
 
@@ -52,6 +55,10 @@ CONCLUDE_SCHEMA: ToolSchema = {
 }
 
 _TOOLS = ("mem0_profile", "mem0_search", "mem0_conclude")
+_SHUTDOWN_FLUSH_S = 5.0
+
+OUTBOX_NAME = "mem0-outbox.db"
+"""Undelivered writes, under the home."""
 
 
 class Mem0Provider(MemoryProvider):
@@ -61,6 +68,7 @@ class Mem0Provider(MemoryProvider):
         self.settings = settings or Settings()
         self._context = SessionContext()
         self._backend: Backend | None = None
+        self._outbox: Outbox | None = None
 
     # ------------------------------------------------------------------ identity
     @property
@@ -92,6 +100,8 @@ class Mem0Provider(MemoryProvider):
         self.shutdown()
         self.settings, self._context = settings, context
         self._backend = open_backend(settings, context.home)
+        self._outbox = Outbox(context.home / OUTBOX_NAME, base_s=settings.retry_base_s,
+                              max_s=settings.retry_max_s)
         log.info("mem0 provider ready (%s)", "platform" if settings.platform else "oss")
 
     def get_tool_schemas(self) -> list[ToolSchema]:
@@ -202,13 +212,40 @@ class Mem0Provider(MemoryProvider):
         conclusion = args.get("conclusion")
         if not isinstance(conclusion, str) or not conclusion.strip():
             return tool_error("conclusion must be a non-empty string", "ToolArgumentError")
-        self._call("add", Backend.add, [{"role": "user", "content": conclusion.strip()}],
-                   self.ids(ctx), infer=False, metadata={"source": "mem0_conclude"})
+        self._queue([{"role": "user", "content": conclusion.strip()}], self.ids(ctx),
+                    infer=False, metadata={"source": "mem0_conclude"})
+        try:
+            self._flush(force=True)
+        except ProviderError as exc:
+            return {"success": True, "stored": conclusion.strip(), "status": "queued",
+                    "note": f"kept locally; delivery will be retried ({exc})"}
         return {"success": True, "stored": conclusion.strip()}
 
     # ------------------------------------------------------------------ writes
     def _writes_allowed(self, context: SessionContext | None) -> bool:
         return self._backend is not None and self._ctx(context).agent_context in ("primary", "")
+
+    def _queue(self, messages: list[dict[str, str]], ids: dict[str, str], *, infer: bool,
+               metadata: dict[str, Any]) -> None:
+        outbox = self._outbox
+        if outbox is not None:
+            outbox.put("add", {"messages": messages, "ids": ids, "infer": infer,
+                               "metadata": metadata})
+
+    def _send(self, kind: str, body: dict[str, Any]) -> None:
+        self._call("add", Backend.add, body["messages"], body["ids"], infer=body["infer"],
+                   metadata=body["metadata"])
+
+    def _flush(self, *, force: bool = False, budget_s: float | None = None) -> int:
+        outbox = self._outbox
+        if outbox is None or self._backend is None:
+            return 0
+        return outbox.flush(self._send, force=force, budget_s=budget_s)
+
+    def pending_writes(self) -> int:
+        """Writes recorded in the outbox and not yet delivered."""
+        outbox = self._outbox
+        return outbox.pending() if outbox is not None else 0
 
     def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str = "",
                   context: SessionContext | None = None, **kwargs: Any) -> None:
@@ -219,19 +256,30 @@ class Mem0Provider(MemoryProvider):
                     (("user", user_content), ("assistant", assistant_content))
                     if isinstance(text, str) and text.strip()]
         if messages:
-            self._call("add", Backend.add, messages, self.ids(context),
-                       infer=self.settings.infer, metadata={"source": "turn"})
+            self._queue(messages, self.ids(context), infer=self.settings.infer,
+                        metadata={"source": "turn"})
+        self._flush()
 
     def on_memory_write(self, action: str, target: str, content: str,
                         metadata: dict[str, Any] | None = None) -> None:
         """Mirror a curated add/replace as a fact (stored as written)."""
         if self._writes_allowed(None) and action in ("add", "replace") and content.strip():
-            self._call("add", Backend.add, [{"role": "user", "content": content.strip()}],
-                       self.ids(), infer=False,
-                       metadata={"source": "curated", "target": target})
+            self._queue([{"role": "user", "content": content.strip()}], self.ids(),
+                        infer=False, metadata={"source": "curated", "target": target})
+            self._flush()
 
     def shutdown(self) -> None:
-        """Close the backend (idempotent)."""
+        """Try once more to deliver queued writes (a few seconds at most; the rest stays
+        on disk for the next run), then close the backend (idempotent)."""
+        outbox = self._outbox
+        if outbox is not None and self._backend is not None:
+            try:
+                self._flush(force=True, budget_s=_SHUTDOWN_FLUSH_S)
+            except ProviderError as exc:
+                log.warning("mem0: %d writes kept for the next run (%s)", outbox.pending(), exc)
+        self._outbox = None
+        if outbox is not None:
+            outbox.close()
         backend, self._backend = self._backend, None
         if backend is not None:
             try:

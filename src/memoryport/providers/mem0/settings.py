@@ -59,6 +59,11 @@ CONFIG_SCHEMA: list[ConfigField] = [
      " 'hash')", "type": "integer", "default": 0, "minimum": 0, "maximum": 8192},
     {"key": "llm", "description": "oss: LLM provider for infer (openai, ollama, ...)",
      "type": "text", "default": "openai"},
+    {"key": "retry_base_s", "description": "First retry delay of an undelivered write"
+     " (doubles per failure)", "type": "number", "default": 1.0, "minimum": 0.0,
+     "maximum": 600.0},
+    {"key": "retry_max_s", "description": "Longest retry delay of an undelivered write",
+     "type": "number", "default": 60.0, "minimum": 0.0, "maximum": 3600.0},
     {"key": "llm_model", "description": "oss: LLM model (blank: the provider's default)",
      "type": "text", "default": ""},
 ]
@@ -89,6 +94,8 @@ class Settings:
     embedding_dims: int = 0
     llm: str = "openai"
     llm_model: str = ""
+    retry_base_s: float = 1.0
+    retry_max_s: float = 60.0
     openai_key_set: bool = False
 
     @classmethod
@@ -109,6 +116,9 @@ class Settings:
             raise ConfigError("mem0 settings are invalid: " + "; ".join(problems)
                               + " (fix them with: memoryport setup mem0 --set KEY=VALUE)",
                               problems)
+        for key in ("retry_base_s", "retry_max_s"):
+            if key in values:
+                values[key] = float(values[key])
         return cls(**values, openai_key_set=bool(_env(home, "OPENAI_API_KEY")))
 
     @classmethod
