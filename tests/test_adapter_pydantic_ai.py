@@ -79,7 +79,9 @@ def test_recall_in_request_only_turn_stored_and_synced(tmp_path: Path) -> None:
     assert memory.curated is not None and memory.curated.store is not None
     assert "Prefers green tea." in memory.curated.store.entries("user")
 
-    # stored: user, the memory tool call and result, the answer; no fence; synced once
+    # the conversation is the session; stored: user, the memory tool call and result,
+    # the answer; no fence; synced once
+    assert memory.session_id == result.all_messages()[0].conversation_id
     stored = memory.session_messages(memory.session_id)
     assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
     assert stored[0]["content"] == "What editor do I use?"
@@ -120,7 +122,7 @@ def test_system_prompt_as_instructions_and_tools_offered(tmp_path: Path) -> None
     names = {tool.name for tool in params.function_tools}
     assert {"memory", "session_search"} <= names
     stored = memory.session_messages(memory.session_id)
-    assert [m["role"] for m in stored] == ["user", "assistant"] * 2
+    assert [m["role"] for m in stored] == ["user", "assistant"]  # a new conversation
     memory.close()
 
 

@@ -9,7 +9,8 @@
     agent = Agent("openai:gpt-5", capabilities=[MemoryportCapability(memory)])
     result = await agent.run("What editor do I use?")
 
-Per run (``for_run``): ``begin_turn`` on the run's prompt (recall, once). The capability
+Per run (``for_run``): the run's ``conversation_id`` is the memoryport session, and
+``begin_turn`` on the run's prompt recalls once. The capability
 contributes the frozen memory system prompt as instructions (``get_instructions``), the
 memory tools as a toolset (``get_toolset``, run inside the turn), and the fenced recall
 appended to the run's user prompt in each model request only (``before_model_request``
@@ -117,17 +118,24 @@ class MemoryportCapability(AbstractCapability[Any]):
     gets its own instance and turn from ``for_run``).
     """
 
-    def __init__(self, memory: object, *, runner: ToolRunner | None = None) -> None:
+    def __init__(self, memory: object, *, session_per_conversation: bool = True) -> None:
         self.memory: Memory = sync_memory(memory)
-        self.runner = runner if runner is not None else ToolRunner(self.memory)
+        self.session_per_conversation = session_per_conversation
+        self.runner = ToolRunner(self.memory)
 
     async def for_run(self, ctx: RunContext[Any]) -> MemoryportCapability:
-        """A fresh instance for this run, its turn begun (recall) on the run's prompt."""
+        """A fresh instance for this run, its turn begun (recall) on the run's prompt.
 
-        run = MemoryportCapability(self.memory)
+        The run's ``conversation_id`` (kept across ``message_history``) is the memoryport
+        session, started when new and resumed when stored."""
+        memory = self.memory
+        run = MemoryportCapability(memory, session_per_conversation=self.session_per_conversation)
         text = _prompt_text(ctx.prompt)
-        if not self.memory.session_id:
-            await asyncio.to_thread(self.memory.start_session)
+        conversation = ctx.conversation_id if self.session_per_conversation else None
+        if conversation and conversation != memory.session_id:
+            await asyncio.to_thread(memory.start_session, conversation)
+        elif not memory.session_id:
+            await asyncio.to_thread(memory.start_session)
         if text.strip():
             run.runner.turn = await asyncio.to_thread(self.memory.begin_turn, text)
         return run
