@@ -85,7 +85,7 @@ def test_own_migration_ledger_beside_other_components(tmp_path: Path) -> None:
     conn.close()
     FactStore(path).close()
     conn = sqlite3.connect(path, isolation_level=None)
-    assert migrations.applied(conn) == ["m001_facts", "m002_source_text"]
+    assert migrations.applied(conn) == ["m001_facts", "m002_source_text", "m003_fact_events"]
     assert migrations.pending(conn) == []
     assert conn.execute("SELECT count(*) FROM facts").fetchone() == (0,)
     conn.close()
@@ -161,3 +161,30 @@ def test_sigkill_never_leaves_a_fact_without_its_entities(tmp_path: Path) -> Non
         after = _consistent(path)
         assert after > count
         count = after
+
+
+def test_m003_upgrades_an_older_store_keeping_each_facts_date(tmp_path: Path) -> None:
+    """Issue 13: a store written before fact events gets the event columns, and each
+    existing fact's ``stated_at`` is its ``valid_from`` (nothing is lost or re-dated)."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    from memoryport.storage.sqlite_ledger import ConnLedger
+
+    ledger = ConnLedger(conn, migrations.LEDGER_TABLE)
+    for name, step in migrations.MIGRATIONS[:2]:
+        with ledger.transaction(name):
+            step(conn)
+            ledger.record(name, 0.0)
+    conn.execute(
+        "INSERT INTO facts(user_id, content, content_hash, category, tags, subject, relation,"
+        " qualifier, value, negated, trust_score, valid_from, recorded_at, updated_at,"
+        " session_id, message_id, source_kind, actor, speaker)"
+        " VALUES ('', 'I like tea', 'h', 'general', '', 'user', 'likes', '', 'tea', 0, 0.5,"
+        " 1000.0, 2000.0, 2000.0, '', '', 'turn', 'extractor', 'user')"
+    )
+    conn.close()
+    store = FactStore(path)
+    (fact,) = store.list_facts()
+    assert (fact.content, fact.stated_at, fact.valid_from) == ("I like tea", 1000.0, 1000.0)
+    assert fact.event_start is None and fact.event_words == ""
+    store.close()

@@ -270,7 +270,8 @@ def test_named_speakers_and_turn_timestamps(home: Path) -> None:
     provider.sync_turn("I moved to Denver last month.", "", session_id="conv-1",
                        speaker="Caroline", timestamp=1683590400.0, source_id="D1:3")
     text = provider.prefetch("where does Caroline live")
-    assert ("Caroline: I moved to Denver last month (2023-05-09; fact #1, turn, session conv-1)"
+    assert ("Caroline: I moved to Denver last month (2023-05-09; event 2023-04; fact #1, turn,"
+            " session conv-1)"
             in text)
     provider.shutdown()
 

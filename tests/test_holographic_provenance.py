@@ -100,3 +100,32 @@ def test_cli_facts_why_and_search_as_of(tmp_path: Path) -> None:
     assert found["count"] == 1 and "Porto" in found["results"][0]["content"]
     out = runner.invoke(main, ["--home", str(home), "facts", "search", "moved", "--as-of", "x"])
     assert out.exit_code != 0 and "as_of must be a date" in out.output
+
+
+def test_fact_time_words_resolve_at_write_time_against_the_turn(tmp_path: Path) -> None:
+    """Issue 13: "I moved to Berlin last year" said on 2023-05-08 is an event of 2022
+    (year precision, the words kept), valid from 2022-01-01 — so as_of answers follow the
+    event, not the day it was mentioned."""
+    import datetime as dt
+
+    from memoryport.providers.holographic import HolographicProvider
+
+    said = dt.datetime(2023, 5, 8, 13, 56).timestamp()
+    provider = HolographicProvider()
+    provider.initialize("s1", home=str(tmp_path))
+    provider.sync_turn("I moved to Berlin last year.", "", session_id="conv",
+                       timestamp=said)
+    provider.sync_turn("I like green tea.", "", session_id="conv", timestamp=said)
+    store = provider.store
+    assert store is not None
+    facts = {f.content: f for f in store.list_facts()}
+    moved = facts["I moved to Berlin last year"]
+    assert (moved.event_precision, moved.event_words) == ("year", "last year")
+    assert moved.event_start == dt.datetime(2022, 1, 1).timestamp()
+    assert moved.event_end == dt.datetime(2023, 1, 1).timestamp()
+    assert moved.valid_from == moved.event_start
+    tea = facts["I like green tea"]
+    assert tea.event_start is None and tea.event_precision == "" and tea.valid_from == said
+    believed = store.search("Berlin", as_of=dt.datetime(2022, 6, 1).timestamp())
+    assert [f.content for f in believed] == ["I moved to Berlin last year"]
+    provider.shutdown()

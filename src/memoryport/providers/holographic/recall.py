@@ -9,7 +9,10 @@ from collections.abc import Sequence
 from memoryport.storage.facts.records import Fact
 from memoryport.storage.turns import TurnHit
 
-__all__ = ["HEADER", "TURNS_HEADER", "citation", "fact_line", "fit", "render", "turn_line", "when"]
+__all__ = [
+    "HEADER", "TURNS_HEADER", "citation", "event_date", "fact_line", "fit", "render",
+    "turn_line", "when",
+]
 
 HEADER = "Remembered facts (date; source):"
 """The first line of the fact block."""
@@ -27,14 +30,27 @@ def when(epoch: float | None) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(epoch))
 
 
+def event_date(fact: Fact) -> str:
+    """The fact's event window at its precision (``2022``, ``2023-04``, ``week of
+    2023-05-01``, ``2023-05-05``); "" when its words named no time."""
+    if fact.event_start is None:
+        return ""
+    day = when(fact.event_start + 43200)  # noon: local midnight may be the UTC eve
+    return {"year": day[:4], "month": day[:7], "week": f"week of {day}"}.get(
+        fact.event_precision, day)
+
+
 def citation(fact: Fact) -> str:
-    """The short citation of a recalled fact: ``date; fact #id, <source kind>`` plus
-    ``session <first 12 characters of its id>`` when it has one."""
+    """The short citation of a recalled fact: ``date; [event <date>;] fact #id, <source
+    kind>`` plus ``session <first 12 characters of its id>`` when it has one. The date is
+    when it was said; the event date is what its time words ("last year") resolved to."""
     source = fact.source_kind or "fact"
     if fact.session_id:
         prefix = fact.session_id[:12] + ("…" if len(fact.session_id) > 12 else "")
         source += f", session {prefix}"
-    return f"{when(fact.valid_from or fact.recorded_at)}; fact #{fact.id}, {source}"
+    event = event_date(fact)
+    said = when(fact.stated_at or fact.valid_from or fact.recorded_at)
+    return f"{said}; {'event ' + event + '; ' if event else ''}fact #{fact.id}, {source}"
 
 
 def fact_line(fact: Fact) -> str:

@@ -154,6 +154,17 @@ def m002_source_text(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE facts ADD COLUMN source_text TEXT NOT NULL DEFAULT ''")
 
 
+@_migration
+def m003_fact_events(conn: sqlite3.Connection) -> None:
+    """The event window a fact's own words name, resolved at write time, and when the
+    fact was stated (existing facts: their ``valid_from``) (issue 13)."""
+    for column in ("event_start REAL", "event_end REAL",
+                   "event_precision TEXT NOT NULL DEFAULT ''",
+                   "event_words TEXT NOT NULL DEFAULT ''", "stated_at REAL"):
+        conn.execute(f"ALTER TABLE facts ADD COLUMN {column}")
+    conn.execute("UPDATE facts SET stated_at = coalesce(valid_from, recorded_at)")
+
+
 def applied(conn: sqlite3.Connection) -> list[str]:
     """Names of the fact-store migrations applied to ``conn``'s database, in order."""
     return runner.applied(MIGRATIONS, ConnLedger(conn, LEDGER_TABLE).done())

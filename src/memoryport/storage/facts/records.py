@@ -16,6 +16,7 @@ __all__ = [
     "FACT_COLUMNS",
     "Contradiction",
     "Fact",
+    "FactEvent",
     "FactInput",
     "Provenance",
     "Revision",
@@ -30,7 +31,8 @@ FACT_COLUMNS = (
     "id, user_id, content, category, tags, subject, relation, qualifier, value, negated, "
     "trust_score, retrieval_count, helpful_count, unhelpful_count, valid_from, valid_to, "
     "recorded_at, updated_at, retired_at, retired_reason, superseded_by, session_id, "
-    "message_id, source_kind, actor, speaker, source_text"
+    "message_id, source_kind, actor, speaker, source_text, event_start, event_end, "
+    "event_precision, event_words, stated_at"
 )
 """The ``facts`` columns every read selects, in :class:`Fact` field order."""
 
@@ -61,6 +63,21 @@ class FactInput:
     provenance: Provenance = field(default_factory=Provenance)
     speaker: str = "user"
     source_text: str = ""
+    event: FactEvent | None = None
+    stated_at: float | None = None  # when it was said (default: valid_from, else now)
+
+
+@dataclass(frozen=True)
+class FactEvent:
+    """When the event a fact states happened, resolved at write time from the sentence's
+    own words against the message's timestamp ("I moved to Berlin last year"): the window
+    ``[start, end)`` in epoch seconds, its precision (``day``/``week``/``month``/``year``)
+    and the original words."""
+
+    start: float
+    end: float
+    precision: str
+    words: str
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,11 @@ class Fact:
     actor: str
     speaker: str
     source_text: str = ""
+    event_start: float | None = None
+    event_end: float | None = None
+    event_precision: str = ""
+    event_words: str = ""
+    stated_at: float | None = None
     score: float = 0.0
     entities: tuple[str, ...] = ()
 
@@ -142,7 +164,7 @@ def fact_from_row(row: sqlite3.Row | tuple[Any, ...], *, score: float = 0.0) -> 
     return Fact(**values, score=score)
 
 
-_ROW_FIELDS = tuple(f.name for f in fields(Fact))[:27]
+_ROW_FIELDS = tuple(f.name for f in fields(Fact))[:32]
 
 
 @dataclass(frozen=True)

@@ -157,17 +157,22 @@ def insert_fact(
     now = time.time()
     p = item.provenance
     t = triple or Triple("", "", "")
+    e = item.event
     cursor = conn.execute(
         "INSERT INTO facts(user_id, content, content_hash, category, tags, subject, relation,"
         " qualifier, value, negated, trust_score, valid_from, recorded_at, updated_at,"
-        " session_id, message_id, source_kind, actor, speaker, source_text)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " session_id, message_id, source_kind, actor, speaker, source_text, event_start,"
+        " event_end, event_precision, event_words, stated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             user_id, item.content, content_hash(item.content), item.category, item.tags,
             t.subject, t.relation, t.qualifier, t.value, int(t.negated), trust,
             item.valid_from if item.valid_from is not None else now, now, now,
             p.session_id, p.message_id, p.source_kind, p.actor, item.speaker,
-            item.source_text[:1000],
+            item.source_text[:1000], e.start if e else None, e.end if e else None,
+            e.precision if e else "", e.words[:200] if e else "",
+            item.stated_at if item.stated_at is not None else (
+                item.valid_from if item.valid_from is not None else now),
         ),
     )
     return int(cursor.lastrowid or 0)
