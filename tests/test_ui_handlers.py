@@ -262,3 +262,20 @@ def test_a_long_session_pages_and_history_rows_have_one_click_undo(
     assert "line 509" in later and "line 499" not in later and "Earlier" in later
     history = client.get("/memory/history").text
     assert history.count('class="inline undo"') == history.count('class="revision"') > 0
+
+
+def test_providers_page_masks_secrets(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(
+        "memory:\n  provider: mentisdb\nmentisdb:\n  api_key: sk-very-secret-123\n")
+    page = TestClient(create_app(home), base_url=BASE).get("/providers").text
+    assert "mentisdb" in page and "<th>config api_key</th><td>set</td>" in page
+    assert "sk-very-secret-123" not in page
+
+
+def test_providers_page_probes_health(client: TestClient) -> None:
+    page = client.get("/providers").text
+    assert "holographic" in page and "Probe health" in page
+    probed = client.get("/providers", params={"probe": "1"}).text
+    assert 'class="breaker">closed<' in probed and "<td>prefetch</td>" in probed
