@@ -135,3 +135,12 @@ def test_check_writes_guards_shell_writes_that_skip_the_tool(tmp_path: Path) -> 
         check_writes(home, "the edit")
     pause(home, writes=False, recall=True)
     check_writes(home, "the edit")
+
+
+def test_a_quick_switch_of_the_same_size_is_seen_at_once(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for _ in range(20):
+        pause(home, writes=True, recall=False, by="ui")
+        assert pause_state(home).writes and not pause_state(home).recall
+        pause(home, writes=False, recall=True, by="ui")
+        assert pause_state(home).recall and not pause_state(home).writes

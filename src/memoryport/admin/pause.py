@@ -19,6 +19,7 @@ home honours it (the agent, the CLI, the MCP server, the UI): ``Memory`` reads i
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -28,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from memoryport.admin.audit import DB_NAME, audit_log, is_read_call, record
-from memoryport.errors import MemoryStoreError, tool_error_json
+from memoryport.errors import MemoryportError, MemoryStoreError, tool_error_json
+from memoryport.storage.audit import HeldSync
 from memoryport.types import SessionContext
 
 __all__ = [
@@ -43,6 +45,8 @@ __all__ = [
     "resume",
     "sync_or_hold",
 ]
+
+log = logging.getLogger(__name__)
 
 PAUSE_FILE = "pause.json"
 """The switch's file name under the home."""
@@ -76,7 +80,7 @@ class PauseState:
         return {**asdict(self), "active": self.active}
 
 
-_cache: dict[Path, tuple[tuple[int, int], PauseState]] = {}
+_cache: dict[Path, tuple[tuple[int, int, int], PauseState]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -91,7 +95,7 @@ def pause_state(home: Path) -> PauseState:
         info = os.stat(path)
     except OSError:
         return PauseState()
-    key = (info.st_mtime_ns, info.st_size)
+    key = (info.st_ino, info.st_mtime_ns, info.st_size)  # each write is a new inode
     with _cache_lock:
         cached = _cache.get(path)
     if cached is not None and cached[0] == key:
@@ -184,13 +188,28 @@ def sync_or_hold(home: Path, sync: SyncFn, query: str, response: str, *, session
     user = context.user_id if context is not None else ""
     if pause_state(home).writes:
         payload = {"query": query, "response": response, "messages": messages}
-        audit_log(home).hold(user, session_id, payload)
+        try:
+            audit_log(home).hold(user, session_id, payload)
+        except MemoryportError as exc:  # the turn is stored; only its sync is lost
+            log.warning("writes are paused and the sync of a turn of %s could not be held "
+                        "(%s); providers will not see that turn", session_id, exc)
         return True
-    log = audit_log(home) if (Path(home) / DB_NAME).exists() else None
-    waiting = log is not None and log.has_held(user)
-    for held in log.claim_held(user) if log is not None and waiting else []:
+    for held in _claim(home, user):
         held_context = replace(context, session_id=held.session_id) if context else None
         sync(held.payload["query"], held.payload["response"], session_id=held.session_id,
              context=held_context, messages=held.payload.get("messages") or [])
     sync(query, response, session_id=session_id, context=context, messages=messages)
     return False
+
+
+def _claim(home: Path, user: str) -> list[HeldSync]:
+    """The syncs held for ``user`` (claimed: no other process delivers them); none when
+    there is no audit file yet or it cannot be read (they stay for the next turn)."""
+    if not (Path(home) / DB_NAME).exists():
+        return []
+    try:
+        audit = audit_log(home)
+        return audit.claim_held(user) if audit.has_held(user) else []
+    except MemoryportError as exc:
+        log.warning("held syncs could not be read (%s); they go out with a later turn", exc)
+        return []
