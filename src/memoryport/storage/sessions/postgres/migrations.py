@@ -303,7 +303,9 @@ POLICIES = {
         f"{_SCOPE} = '*' OR EXISTS (SELECT 1 FROM {{s}}.sessions p"
         f" WHERE p.id = session_id AND p.user_id = {_SCOPE})"
     ),
-    "message_events": f"{_SCOPE} = '*' OR message_id IN (SELECT id FROM {{s}}.messages)",
+    "message_events": (
+        f"{_SCOPE} = '*' OR EXISTS (SELECT 1 FROM {{s}}.messages p WHERE p.id = message_id)"
+    ),
 }
 """Table -> the ``USING``/``WITH CHECK`` expression of its ``user_scope`` policy."""
 
