@@ -22,7 +22,8 @@ from typing import Any
 __all__ = ["FAULTS", "FaultyServer", "MentisDBDouble", "Request"]
 
 FAULTS = ("", "slow", "5xx", "malformed", "drop")
-"""Fault modes: none, answer after ``slow_s``, HTTP 503, 200 with a broken body, hang up."""
+"""Fault modes: none, answer (normally) after ``slow_s``, HTTP 503, 200 with a broken body,
+hang up."""
 
 
 @dataclass
@@ -141,7 +142,9 @@ def _handler_for(double: FaultyServer) -> type[BaseHTTPRequestHandler]:
             path, _, query = self.path.partition("?")
             record = Request(method, path, body, {k.lower(): v for k, v in self.headers.items()})
             fault = double.fault
-            if fault:
+            if fault == "slow":
+                time.sleep(double.slow_s)  # then answer normally
+            elif fault:
                 with double.lock:
                     double.faulted.append(record)
                 self._fault(fault)
@@ -152,10 +155,7 @@ def _handler_for(double: FaultyServer) -> type[BaseHTTPRequestHandler]:
             self._send(status, json.dumps(payload).encode())
 
         def _fault(self, fault: str) -> None:
-            if fault == "slow":
-                time.sleep(double.slow_s)
-                self._send(503, b'{"detail": "slow"}')
-            elif fault == "5xx":
+            if fault == "5xx":
                 self._send(503, b'{"detail": "unavailable"}')
             elif fault == "malformed":
                 self._send(200, b'{"thoughts": [')
