@@ -279,3 +279,17 @@ def test_providers_page_probes_health(client: TestClient) -> None:
     assert "holographic" in page and "Probe health" in page
     probed = client.get("/providers", params={"probe": "1"}).text
     assert 'class="breaker">closed<' in probed and "<td>prefetch</td>" in probed
+
+
+def test_per_user_files(client: TestClient, seeded: tuple[Path, dict[str, str]]) -> None:
+    home = seeded[0]
+    page = client.post("/memory", data={"csrf": _csrf(client), "user": "ann", "op": "add",
+                                        "target": "user", "content": "Ann prefers tea"}).text
+    assert "Entry added." in page and 'value="ann"' in page
+    assert open_curated(home, "ann").entries("user") == ["Ann prefers tea"]
+    assert "Ann prefers tea" not in open_curated(home).entries("user")
+    assert "Ann prefers tea" not in client.get("/memory").text
+    history = client.get("/memory/history", params={"user": "ann", "target": "user"}).text
+    assert "Ann prefers tea" in history
+    odd = client.get("/memory", params={"user": "<b>../x</b>"})
+    assert odd.status_code == 200 and "<b>../x</b>" not in odd.text

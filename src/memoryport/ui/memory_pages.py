@@ -36,15 +36,22 @@ def _back(path: str, **params: str) -> Response:
     return redirect(f"{path}?{query}" if query else path)
 
 
+def _user(request: Request, form: dict[str, str] | None = None) -> str:
+    """The user whose files a page shows: ``?user=`` (or the form's ``user``), else the
+    app's ``--user``; a malformed id is refused by ``open_curated``."""
+    given = (form or {}).get("user") if form is not None else request.query_params.get("user")
+    return (given or settings_of(request).user_id).strip()
+
+
 def memory_page(request: Request) -> Response:
-    """``GET /memory``: both targets as entry cards with their budget gauge."""
-    ui = settings_of(request)
-    store = open_curated(ui.home, ui.user_id)
+    """``GET /memory[?user=]``: both targets as entry cards with their budget gauge."""
+    ui, user = settings_of(request), _user(request)
+    store = open_curated(ui.home, user)
     targets = [target_info(store, target) for target in store.targets]
     record(ui.home, SHELL, "read", "memory.list", target=",".join(store.targets),
-           user_id=ui.user_id)
+           user_id=user)
     return render(request, "memory.html", {
-        "title": "Curated memory", "targets": targets,
+        "title": "Curated memory", "targets": targets, "who": user,
         "msg": request.query_params.get("msg", ""), "error": request.query_params.get("error", ""),
     })
 
@@ -66,18 +73,19 @@ async def memory_write(request: Request) -> Response:
     would make it; a refusal (scan, budget, drift, pause) is shown, nothing changes."""
     ui = settings_of(request)
     form = await form_of(request)
+    user = _user(request, form)
     try:
         args = _tool_args(form)
     except ValueError as exc:
-        return _back("/memory", error=str(exc))
+        return _back("/memory", user=user, error=str(exc))
     try:
-        result = await run_in_threadpool(call_memory_tool, ui.home, ui.user_id, args,
-                                         source=SHELL)
+        result = await run_in_threadpool(call_memory_tool, ui.home, user, args, source=SHELL)
     except MemoryportError as exc:
-        return _back("/memory", error=str(exc))
+        return _back("/memory", user=user, error=str(exc))
     if result.get("success") is False:
-        return _back("/memory", error=str(result.get("error", "refused")))
-    return _back("/memory", msg=str(result.get("message") or f"{args['action']}: done"))
+        return _back("/memory", user=user, error=str(result.get("error", "refused")))
+    return _back("/memory", user=user,
+                 msg=str(result.get("message") or f"{args['action']}: done"))
 
 
 def _touches(row: dict[str, Any], text: str) -> bool:
@@ -92,14 +100,14 @@ def history_page(request: Request) -> Response:
     target = request.query_params.get("target") or None
     if target is not None and target not in TARGETS:
         return _back("/memory", error=f"unknown target {target!r}: use memory or user")
-    entry = request.query_params.get("entry", "")
-    store = open_curated(ui.home, ui.user_id)
+    entry, user = request.query_params.get("entry", ""), _user(request)
+    store = open_curated(ui.home, user)
     rows = history_rows(store, target)
     if entry:
         rows = [row for row in rows if _touches(row, entry)]
     record(ui.home, SHELL, "read", "memory.history", target=target or "memory,user",
-           user_id=ui.user_id)
-    return render(request, "history.html", {
+           user_id=user)
+    return render(request, "history.html", {"who": user,
         "title": "Memory history", "rows": rows[:200], "total": len(rows),
         "target": target or "", "entry": entry, "error": request.query_params.get("error", ""),
     })
@@ -108,19 +116,19 @@ def history_page(request: Request) -> Response:
 def revision_page(request: Request) -> Response:
     """``GET /memory/revision?id=memory:3``: the revision's diff and restore buttons."""
     ui = settings_of(request)
-    rev_id = request.query_params.get("id", "")
-    store = open_curated(ui.home, ui.user_id)
+    rev_id, user = request.query_params.get("id", ""), _user(request)
+    store = open_curated(ui.home, user)
     try:
         found = revision_diff(store, rev_id)
     except MemoryportError as exc:
-        return _back("/memory/history", error=str(exc))
+        return _back("/memory/history", user=user, error=str(exc))
     record(ui.home, SHELL, "read", "memory.revision", target=found["revision"]["target"],
-           user_id=ui.user_id, revision=found["revision"]["id"])
+           user_id=user, revision=found["revision"]["id"])
     lines = [(line[:1] if line[:1] in "+-@" else " ", line.rstrip("\n"))
              for line in found["diff"].splitlines()]
     return render(request, "revision.html", {
         "title": f"Revision {found['revision']['id']}", "rev": found["revision"],
-        "lines": lines, "error": request.query_params.get("error", ""),
+        "lines": lines, "error": request.query_params.get("error", ""), "who": user,
     })
 
 
@@ -129,17 +137,17 @@ async def restore(request: Request) -> Response:
     the built-in provider (budget and scan apply; the restore is a new revision)."""
     ui = settings_of(request)
     form = await form_of(request)
-    rev_id, before = form.get("id", ""), form.get("before") == "1"
+    rev_id, before, user = form.get("id", ""), form.get("before") == "1", _user(request, form)
     try:
         check_writes(ui.home, "the restore")
-        result = await run_in_threadpool(restore_revision, ui.home, ui.user_id, rev_id,
+        result = await run_in_threadpool(restore_revision, ui.home, user, rev_id,
                                          before=before, source=SHELL)
     except MemoryportError as exc:
-        return _back("/memory/revision", id=rev_id, error=str(exc))
+        return _back("/memory/revision", id=rev_id, user=user, error=str(exc))
     record(ui.home, SHELL, "write", "memory.restore", target=result["target"],
-           user_id=ui.user_id, revision=result["revision"] or "",
+           user_id=user, revision=result["revision"] or "",
            detail=f"restored {'before' if before else 'after'} {rev_id}")
-    return _back("/memory", msg=f"restored {rev_id}: {result['message']}")
+    return _back("/memory", user=user, msg=f"restored {rev_id}: {result['message']}")
 
 
 def memory_routes() -> list[Route]:
