@@ -27,7 +27,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     user_home = tmp_path / "user-home"
     monkeypatch.setenv("HOME", str(user_home))
     for name in ("HONCHO_API_KEY", "HONCHO_BASE_URL", "HONCHO_ENVIRONMENT",
-                 "MEMORYPORT_HONCHO_HOST"):
+                 "MEMORYPORT_HONCHO_HOST", "HERMES_HONCHO_HOST"):
         monkeypatch.delenv(name, raising=False)
     return user_home
 
@@ -196,3 +196,17 @@ def test_chunking_budget_and_bail_out() -> None:
     assert strong_signal("x" * 301) and not strong_signal("x" * 250)
     assert strong_signal("Facts:\n- writes Rust daily at work on billing\n- prefers short answers"
                          " always and wants the code first\n")
+
+
+def test_a_hermes_written_file_keeps_its_workspace(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    _write(home / "honcho.json", {"apiKey": "k", "hosts": {
+        "hermes": {"aiPeer": "hermes", "recallMode": "tools"}}})
+    config = HonchoConfig.load(home)
+    assert (config.host, config.workspace, config.ai_peer, config.recall_mode) == (
+        "hermes", "hermes", "hermes", "tools")
+    _write(home / "honcho.json", {"hosts": {"hermes": {}, "memoryport": {"aiPeer": "mp"}}})
+    assert HonchoConfig.load(home).host == "memoryport"  # our own block wins
+    monkeypatch.setenv("HERMES_HONCHO_HOST", "hermes.coder")
+    assert HonchoConfig.load(home).host == "hermes.coder"

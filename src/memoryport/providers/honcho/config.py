@@ -4,7 +4,8 @@ Files, first that exists: ``<home>/honcho.json`` (profile-local), for a named pr
 root home's ``honcho.json`` (shared host blocks), then ``~/.honcho/config.json`` (global,
 shared with other Honcho apps). Host blocks under
 ``hosts`` are keyed by profile: ``memoryport`` for the default profile,
-``memoryport.<profile>`` otherwise (``MEMORYPORT_HONCHO_HOST`` overrides). For every key:
+``memoryport.<profile>`` otherwise (``MEMORYPORT_HONCHO_HOST`` overrides; a file written
+by Hermes, with only ``hermes``/``hermes.<profile>`` blocks, is read through those). For every key:
 **host block > root > environment variable > default**. Bad values raise ``ConfigError``
 naming each key, the value and what is allowed.
 """
@@ -67,13 +68,20 @@ def load_file(home: Path) -> tuple[Path | None, dict[str, Any]]:
     return None, {}
 
 
-def host_key(home: Path) -> str:
-    """``memoryport`` or ``memoryport.<profile>`` (``MEMORYPORT_HONCHO_HOST`` wins)."""
-    override = os.environ.get(HOST_ENV)
+def host_key(home: Path, hosts: Mapping[str, Any] | None = None) -> str:
+    """``memoryport`` or ``memoryport.<profile>`` (``MEMORYPORT_HONCHO_HOST``, then Hermes'
+    ``HERMES_HONCHO_HOST``, win). When ``hosts`` (the file's host blocks) has no block for
+    it but has Hermes' ``hermes`` / ``hermes.<profile>``, that one is used, so a file
+    written by Hermes keeps its workspace and peers."""
+    override = os.environ.get(HOST_ENV) or os.environ.get("HERMES_HONCHO_HOST")
     if override:
         return override
     profile = profile_name(home)
-    return "memoryport" if profile == "default" else f"memoryport.{profile}"
+    suffix = "" if profile == "default" else f".{profile}"
+    ours, hermes = f"memoryport{suffix}", f"hermes{suffix}"
+    if hosts is not None and ours not in hosts and hermes in hosts:
+        return hermes
+    return ours
 
 
 def _observation(preset: str, raw: Any) -> dict[str, dict[str, bool]]:
@@ -173,8 +181,8 @@ class HonchoConfig:
     def load(cls, home: Path) -> HonchoConfig:
         """Resolve every key for ``home``'s profile (see the module docstring)."""
         path, data = load_file(home)
-        host = host_key(home)
         hosts = data.get("hosts")
+        host = host_key(home, hosts if isinstance(hosts, Mapping) else None)
         block = hosts.get(host) if isinstance(hosts, Mapping) else None
         if not isinstance(block, Mapping):
             block = {}

@@ -94,7 +94,8 @@ def edit_file(home: Path, change: Callable[[dict[str, Any], str], None]) -> Path
     (mode 0600). Returns the path written."""
     path = target_file(home)
     _, data = load_file(home)
-    change(data, host_key(home))
+    hosts = data.get("hosts")
+    change(data, host_key(home, hosts if isinstance(hosts, dict) else None))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".honcho-", suffix=".json")
     try:
