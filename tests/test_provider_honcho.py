@@ -302,3 +302,18 @@ def test_a_curated_user_fact_becomes_a_conclusion(tmp_path: Path, double: Honcho
     memory.close()
     assert [(c["observer_id"], c["observed_id"], c["content"])
             for c in double.conclusions["ws"]] == [("mp", "alice", "Works night shifts")]
+
+
+def test_tools_follow_the_live_session_after_a_switch(tmp_path: Path,
+                                                      double: HonchoDouble) -> None:
+    home = configure(tmp_path / "home", double.url, sessionStrategy="per-session")
+    memory = open_memory(home, platform="cli")
+    memory.end_turn(memory.begin_turn("first session"), "ok")
+    first = memory.session_id
+    memory.start_session()  # a new memoryport session: a new Honcho session
+    turn = memory.begin_turn("second session")
+    out = json.loads(turn.handle_tool_call("honcho_context", {}))
+    assert out["session"] == memory.session_id != first
+    memory.end_turn(turn, "ok")
+    memory.close()
+    assert {s for (_, s) in double.messages} == {first, memory.session_id}

@@ -254,7 +254,8 @@ class HonchoProvider(MemoryProvider):
         return final.strip()[: self.config.dialectic_max_chars]
 
     # ------------------------------------------------------------------ tools
-    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], *,
+                         context: SessionContext | None = None, **kwargs: Any) -> str:
         """Run one of the five tools; failures in the one tool-error shape."""
         if tool_name not in {s["name"] for s in SCHEMAS} or not self.config.tools_visible:
             return tool_error_json(f"honcho has no tool {tool_name!r}", "ToolNotFound")
@@ -263,7 +264,6 @@ class HonchoProvider(MemoryProvider):
                                    "ToolUnavailable")
         if not isinstance(args, dict):
             return tool_error_json("arguments must be a JSON object", "ToolArgumentError")
-        context = kwargs.get("context")
         try:
             result = run_tool(tool_name, args, self.scope(
                 context if isinstance(context, SessionContext) else None))
@@ -317,16 +317,17 @@ class HonchoProvider(MemoryProvider):
             self._after_write(self._state(context))
 
     def on_memory_write(self, action: str, target: str, content: str,
-                        metadata: dict[str, Any] | None = None) -> None:
+                        metadata: dict[str, Any] | None = None, *,
+                        context: SessionContext | None = None) -> None:
         """A curated fact about the user becomes a Honcho conclusion about them."""
         outbox = self._outbox
-        if outbox is None or not self._writes_allowed(None) or target != "user":
+        if outbox is None or not self._writes_allowed(context) or target != "user":
             return
         if action in ("add", "replace") and sanitize(content):
-            user, ai = self.peers()
+            user, ai = self.peers(context)
             outbox.put("conclusion", {"user": user, "ai": ai, "content": sanitize(content),
-                                      "session": self.session_for()})
-            self._after_write(self._state(None))
+                                      "session": self.session_for(context)})
+            self._after_write(self._state(context))
 
     def on_session_end(self, messages: list[Message]) -> None:
         """Send everything queued (``writeFrequency: session`` batches until here)."""

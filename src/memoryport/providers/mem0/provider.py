@@ -176,7 +176,8 @@ class Mem0Provider(MemoryProvider):
         return self._render(rows)
 
     # ------------------------------------------------------------------ tools
-    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], *,
+                         context: SessionContext | None = None, **kwargs: Any) -> str:
         """Run a mem0 tool; failures in the one tool-error shape."""
         if tool_name not in _TOOLS or not self.settings.tools:
             return tool_error_json(f"mem0 has no tool {tool_name!r}", "ToolNotFound")
@@ -185,7 +186,6 @@ class Mem0Provider(MemoryProvider):
                                    "ToolUnavailable")
         if not isinstance(args, dict):
             return tool_error_json("arguments must be a JSON object", "ToolArgumentError")
-        context = kwargs.get("context")
         ctx = context if isinstance(context, SessionContext) else None
         try:
             result = self._run_tool(tool_name, args, ctx)
@@ -261,10 +261,11 @@ class Mem0Provider(MemoryProvider):
         self._flush()
 
     def on_memory_write(self, action: str, target: str, content: str,
-                        metadata: dict[str, Any] | None = None) -> None:
+                        metadata: dict[str, Any] | None = None, *,
+                        context: SessionContext | None = None) -> None:
         """Mirror a curated add/replace as a fact (stored as written)."""
-        if self._writes_allowed(None) and action in ("add", "replace") and content.strip():
-            self._queue([{"role": "user", "content": content.strip()}], self.ids(),
+        if self._writes_allowed(context) and action in ("add", "replace") and content.strip():
+            self._queue([{"role": "user", "content": content.strip()}], self.ids(context),
                         infer=False, metadata={"source": "curated", "target": target})
             self._flush()
 

@@ -193,7 +193,7 @@ class MentisDBProvider(MemoryProvider):
         """Warm this session's fallback recall, and deliver queued writes that are due."""
         if self._client is None:
             return
-        if self._writes_allowed():
+        if self._writes_allowed(context):
             try:
                 self._flush()
             except ProviderError as exc:  # sync_turn reports write faults; recall goes on
@@ -210,7 +210,8 @@ class MentisDBProvider(MemoryProvider):
             self._warm.clear()
 
     # ------------------------------------------------------------------ tools
-    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], *,
+                         context: SessionContext | None = None, **kwargs: Any) -> str:
         """Run ``mentisdb_recall`` / ``mentisdb_store``; failures in the one tool-error shape."""
         if tool_name not in ("mentisdb_recall", "mentisdb_store") or not self.settings.tools:
             return tool_error_json(f"mentisdb has no tool {tool_name!r}", "ToolNotFound")
@@ -222,7 +223,7 @@ class MentisDBProvider(MemoryProvider):
         try:
             if tool_name == "mentisdb_recall":
                 return json.dumps(self._recall_tool(args), ensure_ascii=False)
-            return json.dumps(self._store_tool(args), ensure_ascii=False)
+            return json.dumps(self._store_tool(args, context), ensure_ascii=False)
         except MemoryportError as exc:
             return json.dumps(exc.to_dict(), ensure_ascii=False)
 
@@ -237,7 +238,8 @@ class MentisDBProvider(MemoryProvider):
                     "tags": t.get("tags", [])} for t in thoughts]
         return {"success": True, "results": results, "count": len(results)}
 
-    def _store_tool(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _store_tool(self, args: dict[str, Any],
+                    context: SessionContext | None) -> dict[str, Any]:
         content, kind = args.get("content"), args.get("thought_type", "LessonLearned")
         tags = args.get("tags", [])
         if not isinstance(content, str) or not content.strip():
@@ -246,7 +248,7 @@ class MentisDBProvider(MemoryProvider):
             return _bad(f"thought_type {kind!r} is not one of {', '.join(THOUGHT_TYPES)}")
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             return _bad("tags must be a list of strings")
-        self._append(content, kind, ["memoryport", *tags])
+        self._append(content, kind, ["memoryport", *tags], context)
         try:
             self._flush(force=True)
         except ProviderError as exc:
@@ -255,15 +257,20 @@ class MentisDBProvider(MemoryProvider):
         return {"success": True, "status": "stored"}
 
     # ------------------------------------------------------------------ writes
-    def _writes_allowed(self) -> bool:
-        return self._outbox is not None and self._context.agent_context in ("primary", "")
+    def _ctx(self, context: SessionContext | None) -> SessionContext:
+        return context if context is not None else self._context
 
-    def _append(self, content: str, thought_type: str, tags: list[str]) -> None:
+    def _writes_allowed(self, context: SessionContext | None) -> bool:
+        return self._outbox is not None and self._ctx(context).agent_context in ("primary", "")
+
+    def _append(self, content: str, thought_type: str, tags: list[str],
+                context: SessionContext | None = None) -> None:
         outbox = self._outbox
         if outbox is None or not content.strip():
             return
-        if self._context.user_id:
-            tags = [*tags, f"user:{self._context.user_id}"]
+        user = self._ctx(context).user_id
+        if user:
+            tags = [*tags, f"user:{user}"]
         outbox.put("thought", {"content": content, "thought_type": thought_type,
                                "chain_key": self._chain_key, "tags": tags})
 
@@ -284,55 +291,62 @@ class MentisDBProvider(MemoryProvider):
                   context: SessionContext | None = None, **kwargs: Any) -> None:
         """Record both sides as ``Observation`` thoughts and deliver what is due (a fault
         raises, so ``status`` shows it; the writes stay queued and are retried)."""
-        if not self._writes_allowed():
+        if not self._writes_allowed(context):
             return
         session = self._session(context, session_id)
         for content, role in ((user_content, "user"), (assistant_content, "assistant")):
             if isinstance(content, str) and content:
                 self._append(content, "Observation",
-                             ["memoryport", f"role:{role}", f"session:{session}"])
+                             ["memoryport", f"role:{role}", f"session:{session}"], context)
         self._flush()
 
     def on_memory_write(self, action: str, target: str, content: str,
-                        metadata: dict[str, Any] | None = None) -> None:
+                        metadata: dict[str, Any] | None = None, *,
+                        context: SessionContext | None = None) -> None:
         """Mirror a curated add/replace as a ``LessonLearned`` thought."""
-        if self._writes_allowed() and action in ("add", "replace") and content:
-            self._append(content, "LessonLearned", ["memoryport", f"memory-file:{target}"])
+        if self._writes_allowed(context) and action in ("add", "replace") and content:
+            self._append(content, "LessonLearned", ["memoryport", f"memory-file:{target}"],
+                         context)
             self._flush()
 
-    def on_pre_compress(self, messages: list[Message]) -> str:
+    def on_pre_compress(self, messages: list[Message], *,
+                        context: SessionContext | None = None) -> str:
         """Keep the user messages about to be compressed away (``Observation``)."""
-        if not self._writes_allowed() or not isinstance(messages, list):
+        if not self._writes_allowed(context) or not isinstance(messages, list):
             return ""
         for message in messages:
             text = message.get("content") if isinstance(message, dict) else None
             if message.get("role") == "user" and isinstance(text, str) and text.strip():
-                self._append(text[:2000], "Observation", ["memoryport", "pre-compress"])
+                self._append(text[:2000], "Observation", ["memoryport", "pre-compress"],
+                             context)
         try:
             self._flush()
         except ProviderError as exc:  # kept in the outbox; compression goes on
             log.warning("mentisdb: pre-compress thoughts queued for a retry (%s)", exc)
         return ""
 
-    def on_session_end(self, messages: list[Message]) -> None:
+    def on_session_end(self, messages: list[Message], *,
+                       context: SessionContext | None = None) -> None:
         """Store a compact ``Summary`` thought of the session's user messages."""
-        if not self._writes_allowed() or not isinstance(messages, list):
+        if not self._writes_allowed(context) or not isinstance(messages, list):
             return
         users = [str(m["content"]) for m in messages if isinstance(m, dict)
                  and m.get("role") == "user" and isinstance(m.get("content"), str)]
         if users:
-            session = self._context.session_id
+            session = self._session(context)
             summary = (f"Session {session}: {len(users)} turns. Topics: "
                        + "; ".join(u[:80] for u in users[:5]))
-            self._append(summary, "Summary", ["memoryport", "session-end", f"session:{session}"])
+            self._append(summary, "Summary", ["memoryport", "session-end", f"session:{session}"],
+                         context)
             self._flush()
 
     def on_delegation(self, task: str, result: str, *, child_session_id: str = "",
-                      **kwargs: Any) -> None:
+                      context: SessionContext | None = None, **kwargs: Any) -> None:
         """Record a subagent's task and outcome so the parent can recall it."""
-        if self._writes_allowed():
+        if self._writes_allowed(context):
             self._append(f"Delegated task: {task[:300]}\nResult: {result[:500]}",
-                         "Observation", ["memoryport", "delegation", f"child:{child_session_id}"])
+                         "Observation", ["memoryport", "delegation", f"child:{child_session_id}"],
+                         context)
             self._flush()
 
     def shutdown(self) -> None:
