@@ -5,7 +5,7 @@ Measured end to end with the real `mcp` client against a real server subprocess:
 - `memory` add round trip (p50/p95; each add is followed by an untimed remove so the
   curated budget never fills);
 - `session_search` discover round trip over a session store of --messages messages
-  (built first with the batched bulk path, one `append_messages` per session);
+  (built first through the bulk path, `import_jsonl`: one transaction);
 - 16 concurrent HTTP clients (one user each) x 200 mixed calls (remember_turn, memory
   add/remove, USER.md reads, session_search for another client's secret): errors,
   cross-client leaks (any answer holding another client's secret), throughput.
@@ -45,16 +45,32 @@ META_USER = "memoryport/user_id"
 SEARCH_QUERY = "quetzalcoatl"  # in one message of every 10,000 (bench_sessions.corpus)
 
 
+def export_lines(messages: int) -> list[str]:
+    """``bench_sessions.corpus`` as a session export (the format ``import_jsonl`` reads)."""
+    sessions, rows = [], []
+    for session, batch in corpus(messages):
+        sid = session["session_id"]
+        sessions.append({"id": sid, "source": "cli", "started_at": session["started_at"],
+                         "last_active_at": batch[-1]["timestamp"],
+                         "message_count": len(batch)})
+        rows.extend({"session_id": sid, "id": len(rows) + n + 1, **m} for n, m in enumerate(batch))
+    header = {"format": "memoryport.sessions", "version": 2, "sessions": len(sessions),
+              "messages": len(rows)}
+    return [json.dumps(header), *(json.dumps({"session": s}) for s in sessions),
+            *(json.dumps({"message": m}) for m in rows)]
+
+
 def build_store(home: Path, messages: int) -> float:
-    """Fill ``home``'s session store with ``messages`` messages; seconds taken."""
-    started = time.perf_counter()
+    """Fill ``home``'s session store through the bulk path (``import_jsonl``: one
+    transaction); seconds taken by the import."""
+    lines = export_lines(messages)
     with memoryport.open(home, load_provider=False) as memory:
-        store = memory.sessions
-        for session, batch in corpus(messages):
-            store.create_session(session["session_id"], source="cli",
-                                 started_at=session["started_at"])
-            store.append_messages(session["session_id"], batch)
-    return time.perf_counter() - started
+        started = time.perf_counter()
+        report = memory.sessions.import_jsonl(lines)
+        elapsed = time.perf_counter() - started
+    if report.messages_imported != messages:
+        raise SystemExit(f"the import stored {report.messages_imported} of {messages} messages")
+    return elapsed
 
 
 def free_port() -> int:
