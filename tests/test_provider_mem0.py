@@ -258,3 +258,18 @@ def test_platform_writes_survive_an_outage_and_a_restart(
     memory.flush()
     memory.close()
     assert [m["memory"] for m in platform.memories] == sent  # 8 sent, 8 received, in order
+
+
+def test_curated_writes_are_mirrored_and_agent_scope_filters(tmp_path: Path) -> None:
+    home = _configure(tmp_path / "home", search_scope="agent", agent_id="planner")
+    memory = open_memory(home, user_id="alice", platform="cli")
+    turn = memory.begin_turn("note this")
+    assert json.loads(memory.call_tool("memory", {"action": "add", "target": "user",
+                                                  "content": "Allergic to peanuts"}))["success"]
+    memory.flush()
+    found = json.loads(turn.handle_tool_call("mem0_search", {"query": "peanuts allergic"}))
+    assert found["results"][0]["memory"] == "Allergic to peanuts"
+    memory.end_turn(turn, "ok")
+    memory.close()
+    rows = [r for r in _stored(home) if r["memory"] == "Allergic to peanuts"]
+    assert rows[0]["agent_id"] == "planner" and rows[0]["metadata"]["source"] == "curated"

@@ -328,3 +328,16 @@ def test_pre_compress_keeps_the_user_messages(tmp_path: Path, double: MentisDBDo
     assert kept[0] == ("The VPN config lives", 36, ["memoryport", "pre-compress"])
     assert kept[1][1] == 2000 and len(kept) == 2
     provider.shutdown()
+
+
+def test_the_chain_key_falls_back_to_the_agent_identity(tmp_path: Path,
+                                                       double: MentisDBDouble) -> None:
+    home = _home(tmp_path, double.url)
+    provider = create_mentisdb_provider(home)
+    provider.initialize("s1", home=str(home), agent_identity="coder")
+    provider.sync_turn("hello", "hi")
+    assert {t["chain_key"] for t in double.thoughts} == {"coder"}
+    provider.shutdown()
+    provider.initialize("s2", home=str(home))
+    assert provider.status()["chain_key"] == "memoryport"
+    provider.shutdown()
