@@ -59,6 +59,7 @@ def test_probe_health_initializes_and_prefetches_once(
 
 def test_gather_status_and_problems(home: Path) -> None:
     install_plugin(home, "hermes_style")
+    set_value(home, "memory.provider", "")  # no external provider (the default is holographic)
     data = status.gather_status(home, probe=False)
     assert data["provider"] is None and status.problems(data) == []
     assert "hermes_style" in [p["name"] for p in data["providers"]]

@@ -52,8 +52,9 @@ def test_bad_profile_name_is_a_usage_error() -> None:
 def test_profiles_are_isolated_through_the_cli(home: Path) -> None:
     assert run("--profile", "a", "config", "set", "memory.provider", "mem0").exit_code == 0
     assert run("--profile", "a", "config", "get", "memory.provider").output.strip() == "mem0"
-    assert run("--profile", "b", "config", "get", "memory.provider").output.strip() == ""
-    assert run("config", "get", "memory.provider").output.strip() == ""
+    # the default (issue 12): the bundled fact store
+    assert run("--profile", "b", "config", "get", "memory.provider").output.strip() == "holographic"
+    assert run("config", "get", "memory.provider").output.strip() == "holographic"
 
 
 # ----------------------------------------------------------------- config
@@ -88,7 +89,7 @@ def test_config_warns_on_unknown_keys(home: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing may escape as a Python warning
         result = run("config", "get", "memory.provider")
-    assert result.exit_code == 0 and result.stdout.strip() == ""
+    assert result.exit_code == 0 and result.stdout.strip() == "holographic"  # the default
     lines = result.stderr.splitlines()
     assert len(lines) == 1, lines  # once per command, one clean line
     assert lines[0].startswith("warning: ") and "unknown key 'memory.provder' ignored" in lines[0]
@@ -132,6 +133,7 @@ def test_providers_list_and_show(home: Path) -> None:
 def test_status_builtin_only(home: Path) -> None:
     memories = home / "memories"
     memories.mkdir(parents=True)
+    (home / "config.yaml").write_text('memory:\n  provider: ""\n')  # the fact store off
     (memories / "MEMORY.md").write_text("Project uses tabs\n§\nDeploys on Fridays\n")
     data = json.loads(run("status", "--json").output)
     assert data["provider"] is None
@@ -247,7 +249,7 @@ def test_only_the_active_providers_commands_are_shown(home: Path) -> None:
     assert result.output.strip() == "count: 2 notes"
     other = resolve_home(profile="other")
     assert "hermes_style" not in run("--profile", "other", "--help").output
-    assert load_config(other).memory.provider == ""
+    assert load_config(other).memory.provider == "holographic"  # the default, untouched
 
 
 def test_env_file_written_by_cli_is_private(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -90,7 +90,7 @@ def test_validation_reports_every_problem(home: Path, pip_calls: list[list[str]]
     assert "api_key: required but missing" in result.output
     assert "region: 'mars' is not one of" in result.output
     assert "top_k: 0 is below the minimum 1" in result.output
-    assert load_config(home).memory.provider == ""  # nothing written
+    assert load_config(home).memory.provider == "holographic"  # nothing written: the default
 
 
 @pytest.mark.parametrize(

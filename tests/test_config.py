@@ -67,8 +67,8 @@ def test_profiles_never_see_each_others_data(home: Path) -> None:
     set_value(work, "memory.provider", "mem0")
     write_env(work, {"SECRET_KEY": "work-secret"})
     assert get_value(work, "memory.provider") == "mem0"
-    assert get_value(play, "memory.provider") == ""
-    assert get_value(home, "memory.provider") == ""
+    assert get_value(play, "memory.provider") == "holographic"  # the default
+    assert get_value(home, "memory.provider") == "holographic"
     assert read_env(play) == {}
     assert get_secret(play, "SECRET_KEY") is None
     assert not (home / "config.yaml").exists()
@@ -119,7 +119,7 @@ def test_unknown_keys_warn(home: Path) -> None:
     messages = " ".join(str(w.message) for w in record)
     assert "memory.provder" in messages
     assert "stray" in messages
-    assert config.memory.provider == ""
+    assert config.memory.provider == "holographic"  # the default
 
 
 @pytest.mark.parametrize(

@@ -196,11 +196,16 @@ def test_schema_secret_is_refused_with_a_pointer_to_setup(home: Path) -> None:
 
 
 def test_secret_named_provider_fields_are_masked_everywhere(home: Path) -> None:
-    result = run("config", "set", "mem0.api_key", "sk-abc")
-    assert "sk-abc" not in result.output and "mem0.api_key = ***" in result.output
-    assert run("config", "get", "mem0.api_key").output.strip() == "***"
+    # "acme" is no bundled provider (a bundled one's declared secret is refused outright:
+    # it belongs in .env — see test_cli_setup)
+    result = run("config", "set", "acme.api_key", "sk-abc")
+    assert "sk-abc" not in result.output and "acme.api_key = ***" in result.output
+    assert run("config", "get", "acme.api_key").output.strip() == "***"
     data = json.loads(run("config", "show", "--json").output)
-    assert data["mem0"]["api_key"] == "***"
+    assert data["acme"]["api_key"] == "***"
+    refused = run("config", "set", "mem0.api_key", "sk-abc")  # a bundled provider's secret
+    assert refused.exit_code == 1 and "sk-abc" not in refused.output
+    assert "memoryport setup mem0" in refused.output
     assert stat.S_IMODE((home / "config.yaml").stat().st_mode) == 0o600
     # Hand-written schema secrets and Hermes-style sections are masked too.
     install_plugin(home, "hermes_style")

@@ -86,7 +86,7 @@ def record(home: Path, shell: str, kind: str, action: str, *, target: str = "",
         audit_log(home).append(shell=shell or "api", kind=kind, action=action, target=target,
                                session_id=session_id, user_id=user_id, revision=revision,
                                detail=detail)
-    except (MemoryportError, OSError) as exc:
+    except Exception as exc:  # any failure: auditing must never stop a turn or a write
         log.warning("audit: could not record %s %s: %s", kind, action, exc)
 
 

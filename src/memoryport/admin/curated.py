@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memoryport.admin.pause import check_writes
 from memoryport.config import MemorySettings, load_config
 from memoryport.errors import MemoryportError, MemoryStoreError
 from memoryport.providers.curated.editor import FileReview
@@ -170,8 +171,9 @@ def save_edit(
     ``expected_raw``; every provider's ``on_memory_write`` sees each removed and added entry.
 
     ``MemoryStoreError`` (nothing written) when the file changed meanwhile, the target is
-    disabled or the write fails.
+    disabled, memory writes are paused or the write fails.
     """
+    check_writes(home, "the edit")
     with _shell_memory(home, user_id, source) as memory:
         provider = memory.curated
         if provider is None:
@@ -254,6 +256,7 @@ def restore_revision(
     is a new revision. Returns ``{"success", "target", "message", "usage", "entry_count",
     "restored_from", "revision"}``; ``MemoryStoreError`` (nothing changed) on refusal.
     """
+    check_writes(home, "the restore")
     target, number = parse_revision_id(rev_id, default_target)
     with _shell_memory(home, user_id, source) as memory:
         provider = memory.curated

@@ -52,7 +52,8 @@ PAUSE_FILE = "pause.json"
 """The switch's file name under the home."""
 
 RESUME_HINT = (
-    "resume them on the Pause page of `memoryport ui` (or memoryport.admin.pause.resume(home))"
+    "resume them with `memoryport resume`, on the Pause page of `memoryport ui`, or with "
+    "memoryport.admin.pause.resume(home)"
 )
 
 

@@ -77,6 +77,8 @@ _COMMANDS = (
     ("memoryport.cli.sessions", "sessions_group"),
     ("memoryport.cli.facts", "facts_group"),
     ("memoryport.cli.why", "why_command"),
+    ("memoryport.cli.pause", "pause_command"),
+    ("memoryport.cli.pause", "resume_command"),
     ("memoryport.cli.migrate", "migrate_group"),
     ("memoryport.cli.archive", "export_command"),
     ("memoryport.cli.archive", "import_command"),

@@ -101,6 +101,11 @@ def _print_status(data: dict[str, Any]) -> None:
         click.echo("  config: INVALID (see the error below); showing default settings")
     if data.get("env_error"):
         click.echo("  .env: UNREADABLE (see the error below); its secrets are not used")
+    pause = data.get("pause") or {}
+    if pause.get("active"):
+        paused = " and ".join(k for k in ("writes", "recall") if pause.get(k))
+        click.echo(click.style("Paused", bold=True) + f": {paused} (by {pause.get('by') or '?'};"
+                   " resume with `memoryport resume`)")
     _print_builtin(data["builtin"])
     _print_provider(data["provider"])
     names = ", ".join(f"{p['name']} ({p['source']})" for p in data["providers"]) or "none"

@@ -115,7 +115,7 @@ class MemorySettings:
     memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT
     user_char_limit: int = DEFAULT_USER_CHAR_LIMIT
     agent_notes: str = AGENT_NOTES_MODES[0]  # "per_user": MEMORY.md under memories/users/<id>/
-    provider: str = ""
+    provider: str = "holographic"  # the bundled fact store; "" turns external recall off
     max_external_providers: int = 1
     prefetch_deadline_s: float = 5.0
     context_budget_chars: int = 4000

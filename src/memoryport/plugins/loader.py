@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from memoryport.config import profile_name
-from memoryport.errors import PluginError
+from memoryport.errors import ConfigError, PluginError
 from memoryport.plugins import hermes_compat
 from memoryport.plugins.ctx_tools import RegisteredTool, attach_tools
 from memoryport.plugins.discovery import Discovery, ProviderInfo, discover
@@ -316,8 +316,9 @@ def load(name: str, home: Path, *, discovery: Discovery | None = None) -> LoadRe
             raise
         _forget_modules(before, prefixes)
         result.error = f"{type(exc).__name__}: {exc}"
-        result.traceback = traceback.format_exc()
-        _record(name, result.traceback)
+        # A configuration error already says what is wrong and how to fix it: no traceback.
+        result.traceback = "" if isinstance(exc, ConfigError) else traceback.format_exc()
+        _record(name, result.traceback or result.error)
         logger.warning("could not load memory provider %r: %s", name, result.error)
         return result
     result.provider = cast(MemoryProvider, provider)

@@ -23,6 +23,7 @@ from typing import Any
 
 from memoryport.errors import StoreError
 from memoryport.storage.sessions.sqlite.connect import create_private_file
+from memoryport.types import valid_text
 
 __all__ = [
     "DB_NAME",
@@ -145,10 +146,11 @@ class AuditLog:
                session_id: str = "", user_id: str = "", revision: str = "",
                detail: str = "", ts: float | None = None) -> int:
         """Record one event (one autocommitted insert); return its id."""
+        texts = [valid_text(str(v)) for v in (shell, kind, action, target, session_id,
+                                              user_id, revision, detail)]
         new_id = self._insert(
             f"INSERT INTO events({_COLUMNS}) VALUES (NULL,?,?,?,?,?,?,?,?,?)",
-            (time.time() if ts is None else ts, shell, kind, action, target, session_id,
-             user_id, revision, detail),
+            (time.time() if ts is None else ts, *texts),
         )
         self._appends += 1
         if self._appends % PRUNE_EVERY == 0:
