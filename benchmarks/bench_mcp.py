@@ -1,6 +1,8 @@
 """MCP server round trips: `memoryport serve` over stdio and streamable HTTP on loopback.
 
-Measured end to end with the real `mcp` client against a real server subprocess:
+Measured end to end with the real `mcp` client against a real server subprocess, beside
+the same calls made in process (`Memory.call_tool`) and through the server in process
+(`Client(server, mode="legacy")`: JSON-RPC over memory streams, no OS transport):
 
 - `memory` add round trip (p50/p95; each add is followed by an untimed remove so the
   curated budget never fills);
@@ -39,6 +41,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 import memoryport
+from memoryport.mcp import ServeOptions, build_server
 
 CLI = [sys.executable, "-c", "from memoryport.cli import main; main()"]
 META_USER = "memoryport/user_id"
@@ -233,6 +236,14 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     rows: dict[str, Any] = {
         "in_process": {k: ms(v) for k, v in direct_round_trips(home, args.rounds).items()}
     }
+    server = build_server(home, ServeOptions())
+    try:
+        async with Client(server.mcp, mode="legacy") as client:  # JSON-RPC over memory streams
+            rows["jsonrpc_in_process"] = {
+                k: ms(v) for k, v in (await round_trips(client, args.rounds)).items()
+            }
+    finally:
+        server.close()
     stdio = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "--home", str(home), "serve"])
     async with Client(stdio) as client:
         rows["stdio"] = {k: ms(v) for k, v in (await round_trips(client, args.rounds)).items()}
@@ -262,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = asyncio.run(run(args, home))
     table = [
         {"transport": t, "call": call, **figures}
-        for t in ("in_process", "stdio", "http") for call, figures in rows[t].items()
+        for t in ("in_process", "jsonrpc_in_process", "stdio", "http")
+        for call, figures in rows[t].items()
     ]
     print_table(f"MCP round trips ({args.messages:,} messages, {args.rounds} rounds)", table)
     print_table("Concurrent HTTP clients", [rows["concurrent_http"]])
