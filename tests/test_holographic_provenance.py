@@ -129,3 +129,32 @@ def test_fact_time_words_resolve_at_write_time_against_the_turn(tmp_path: Path) 
     believed = store.search("Berlin", as_of=dt.datetime(2022, 6, 1).timestamp())
     assert [f.content for f in believed] == ["I moved to Berlin last year"]
     provider.shutdown()
+
+
+def test_fact_search_reads_time_words_against_the_store_not_the_clock(tmp_path: Path) -> None:
+    """Issue 13: "last year" in a query is relative to the store's latest fact (here an
+    imported 2023 conversation, not today); facts stated in the window or about an event
+    in it rank first, and a query that only names a time still finds them."""
+    import datetime as dt
+
+    from memoryport.providers.holographic import HolographicProvider
+
+    def at(*day: int) -> float:
+        return dt.datetime(*day, 12).timestamp()
+
+    provider = HolographicProvider()
+    provider.initialize("s1", home=str(tmp_path))
+    for text, when in [("I moved to Berlin last year.", at(2023, 5, 8)),
+                       ("I like jazz.", at(2023, 5, 8)),
+                       ("I like piano.", at(2022, 3, 10)),
+                       ("I like hiking.", at(2021, 7, 1))]:
+        provider.sync_turn(text, "", session_id="conv", timestamp=when)
+    store = provider.store
+    assert store is not None
+    found = [f.content for f in store.search("what happened last year?", limit=5)]
+    assert set(found[:2]) == {"I moved to Berlin last year", "I like piano"}
+    assert "I like hiking" not in found[:2]
+    only_time = [f.content for f in store.search("in 2021", limit=5)]
+    assert only_time[0] == "I like hiking"
+    assert store.search("I like", limit=5)  # no time words: unchanged behaviour
+    provider.shutdown()

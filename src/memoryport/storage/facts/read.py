@@ -19,12 +19,14 @@ from memoryport.storage.facts.records import (
     fact_from_row,
 )
 from memoryport.storage.facts.text import fts_query, jaccard, tokens
+from memoryport.storage.timeexpr import has_time_words, resolve
 
 __all__ = [
     "chain",
     "contradictions",
     "list_facts",
     "probe",
+    "query_windows",
     "reason",
     "related",
     "revisions",
@@ -91,35 +93,94 @@ def _entity_candidates(
     return [fact_from_row(r) for r in rows]
 
 
+_WHEN = "COALESCE(f.stated_at, f.valid_from, f.recorded_at)"
+
+
+def query_windows(conn: sqlite3.Connection, user_id: str, query: str
+                  ) -> list[tuple[float, float]]:
+    """The time windows ``query`` names ("last May", "in 2022", "the week before 16 Nov
+    2023"), resolved against the user's latest fact (the store's "now", not the wall
+    clock: imported conversations keep their own time)."""
+    if not has_time_words(query):
+        return []
+    row = conn.execute(f"SELECT max({_WHEN}) FROM facts f WHERE f.user_id = ?",
+                       (user_id,)).fetchone()
+    if not row or row[0] is None:
+        return []
+    try:
+        return [(t.start, t.end) for t in resolve(query, float(row[0]))]
+    except ValueError:
+        return []
+
+
+def _in_windows(fact: Fact, windows: Sequence[tuple[float, float]]) -> bool:
+    """True when the fact's event window overlaps one of ``windows`` or it was stated in
+    one."""
+    said = fact.stated_at or fact.valid_from or fact.recorded_at
+    for lo, hi in windows:
+        if lo <= said < hi:
+            return True
+        if fact.event_start is not None and fact.event_start < hi and (
+                fact.event_end or fact.event_start) > lo:
+            return True
+    return False
+
+
+def _window_candidates(
+    conn: sqlite3.Connection, windows: Sequence[tuple[float, float]],
+    scope: tuple[str, list[Any]], limit: int,
+) -> list[Fact]:
+    """Facts of ``scope`` stated in, or about an event in, one of ``windows``."""
+    found: dict[int, Fact] = {}
+    for lo, hi in windows:
+        rows = conn.execute(
+            f"SELECT {_F} FROM facts f WHERE {scope[0]} AND (({_WHEN} >= ? AND {_WHEN} < ?)"
+            " OR (f.event_start < ? AND COALESCE(f.event_end, f.event_start) > ?))"
+            " ORDER BY f.trust_score DESC, f.recorded_at DESC LIMIT ?",
+            (*scope[1], lo, hi, hi, lo, limit),
+        ).fetchall()
+        found.update((r[0], fact_from_row(r)) for r in rows)
+    return list(found.values())
+
+
 def search(
     conn: sqlite3.Connection, user_id: str, query: str, *, limit: int, min_trust: float,
     as_of: float | None = None,
 ) -> list[Fact]:
     """Live facts matching ``query`` (``as_of``: those believed at that time, see
-    :func:`_believed`): BM25 (normalised, best = 1) blended with word overlap and an
-    entity match (facts linked to an entity the query names are candidates even without
-    a shared word), multiplied by trust."""
+    :func:`_believed`): BM25 (normalised, best = 1) blended with word overlap, an entity
+    match (facts linked to an entity the query names are candidates even without a shared
+    word) and a time match (facts stated in, or about an event in, a window the query
+    names — :func:`query_windows`; with no other words the window alone selects),
+    multiplied by trust."""
     match = fts_query(query)
-    if not match:
+    windows = query_windows(conn, user_id, query)
+    if not match and not windows:
         return []
     scope = _believed(user_id, min_trust, as_of)
     rows = conn.execute(
         f"SELECT {_F}, bm25(facts_fts) FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid"
         f" WHERE facts_fts MATCH ? AND {scope[0]} ORDER BY bm25(facts_fts) LIMIT ?",
         (match, *scope[1], max(limit * 4, 20)),
-    ).fetchall()
+    ).fetchall() if match else []
     best = min((row[-1] for row in rows), default=-1.0) or -1.0
     lexical = {row[0]: row[-1] / best for row in rows}
     boosted = _entity_boost(conn, user_id, query)
     candidates = [fact_from_row(row[:-1]) for row in rows]
     candidates += _entity_candidates(conn, boosted - set(lexical), scope,
                                      max(limit * 2, 10))
+    if windows:
+        seen = {f.id for f in candidates}
+        candidates += [f for f in _window_candidates(conn, windows, scope, max(limit * 2, 10))
+                       if f.id not in seen]
     wanted = set(tokens(query))
     scored: list[Fact] = []
     for fact in candidates:
         relevance = 0.6 * lexical.get(fact.id, 0.0)
         relevance += 0.25 * jaccard(wanted, set(tokens(fact.content)))
         relevance += 0.15 if fact.id in boosted else 0.0
+        # the same weight as an entity match: a named time is as specific as a named thing
+        relevance += 0.15 if windows and _in_windows(fact, windows) else 0.0
         scored.append(replace(fact, score=relevance * fact.trust_score))
     scored.sort(key=lambda f: (-f.score, -f.recorded_at))
     return with_entities(conn, scored[:limit])
