@@ -235,6 +235,18 @@ def test_dry_run_and_missing_source_write_nothing(tmp_path: Path) -> None:
     assert not home.exists()
 
 
+def test_text_that_is_not_utf8_is_kept_readable(tmp_path: Path) -> None:
+    source, home = make_hermes(tmp_path / "hermes"), tmp_path / "home"
+    conn = sqlite3.connect(source / "state.db")
+    conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+                 "('cron_1', 'user', CAST(x'6361666580' AS TEXT), 1767500002.0)")
+    conn.commit()
+    conn.close()
+    report_of(run(home, "--source", str(source), "--json"))
+    with open_store(home) as store:
+        assert store.get_messages("cron_1")[-1].content == "cafe\ufffd"
+
+
 def test_not_a_hermes_database_is_a_clear_error(tmp_path: Path) -> None:
     source, home = tmp_path / "hermes", tmp_path / "home"
     source.mkdir()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +74,6 @@ class HermesDB:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.OperationalError:
             conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
-        conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
         return conn
 
     def _columns(self, table: str) -> list[str]:
@@ -122,24 +120,36 @@ class HermesDB:
         ordered.extend((sid, None) for sid, _ in pairs if sid not in placed)  # cycles
         return ordered
 
+    def _fetch(self, sql: str, session_id: str) -> list[tuple[Any, ...]]:
+        """Rows of ``sql``; text that is not valid UTF-8 is read with U+FFFD (a slower
+        decoder, used only for the query that needs it)."""
+        try:
+            return self.conn.execute(sql, (session_id,)).fetchall()
+        except sqlite3.OperationalError:
+            self.conn.text_factory = _lenient
+            try:
+                return self.conn.execute(sql, (session_id,)).fetchall()
+            finally:
+                self.conn.text_factory = str
+
     def session_row(self, session_id: str) -> dict[str, Any]:
         """Every column of one session."""
-        cursor = self.conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,))
-        row = cursor.fetchone()
-        return dict(zip(self.session_columns, map(_plain, row), strict=False))
+        row = self._fetch("SELECT * FROM sessions WHERE id = ?", session_id)[0]
+        return dict(zip(self.session_columns, row, strict=False))
 
-    def messages(self, session_id: str) -> Iterator[dict[str, Any]]:
+    def messages(self, session_id: str) -> list[dict[str, Any]]:
         """Every column of each message of one session, in id order."""
-        cursor = self.conn.execute(
-            "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
-        )
+        rows = self._fetch("SELECT * FROM messages WHERE session_id = ? ORDER BY id", session_id)
         columns = self.message_columns
-        for row in cursor:
-            yield dict(zip(columns, map(_plain, row), strict=False))
+        return [dict(zip(columns, row, strict=False)) for row in rows]
+
+
+def _lenient(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
 
 
 def _extra(row: dict[str, Any], used: frozenset[str]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k not in used and v not in (None, "")}
+    return {k: _plain(v) for k, v in row.items() if k not in used and v not in (None, "")}
 
 
 def _tool_calls(raw: Any, extra: dict[str, Any]) -> list[Any] | None:
@@ -170,7 +180,7 @@ def message_record(row: dict[str, Any]) -> dict[str, Any]:
         "id": int(row["id"]),
         "session_id": str(row["session_id"]),
         "role": str(row.get("role") or "user"),
-        "content": "" if content is None else str(content),
+        "content": "" if content is None else str(_plain(content)),
         "timestamp": float(row.get("timestamp") or 0.0),
         "tool_name": row.get("tool_name") or None,
         "tool_calls": _tool_calls(row.get("tool_calls"), extra),
