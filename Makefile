@@ -7,7 +7,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint typecheck bench stress clean system-deps node-deps
+.PHONY: run test lint typecheck bench stress clean system-deps node-deps openviking-server
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,7 +56,15 @@ system-deps:
 node-deps:
 	npm install --prefix tests/node --no-audit --no-fund
 
-test: lint typecheck system-deps node-deps
+# The real OpenViking server for tests/test_provider_openviking_real.py, in its own venv
+# (its dependencies conflict with memoryport's: mcp<2).
+$(VENV)/openviking/bin/openviking-server:
+	$(PYTHON) -m venv $(VENV)/openviking
+	$(VENV)/openviking/bin/python -m pip install --quiet openviking==0.5.2
+
+openviking-server: $(VENV)/openviking/bin/openviking-server
+
+test: lint typecheck system-deps node-deps openviking-server
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.installed-dev
