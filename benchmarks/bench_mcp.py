@@ -5,7 +5,8 @@ the same calls made in process (`Memory.call_tool`) and through the server in pr
 (`Client(server, mode="legacy")`: JSON-RPC over memory streams, no OS transport):
 
 - `memory` add round trip (p50/p95; each add is followed by an untimed remove so the
-  curated budget never fills);
+  curated budget never fills; each measure writes as its own user, because a curated
+  write's cost grows with the file's revision history);
 - `session_search` discover round trip over a session store of --messages messages
   (built first through the bulk path, `import_jsonl`: one transaction);
 - 16 concurrent HTTP clients (one user each) x 200 mixed calls (remember_turn, memory
@@ -118,36 +119,34 @@ async def timed(call: Callable[[], Awaitable[Any]], rounds: int) -> list[float]:
     return samples
 
 
-async def round_trips(client: Client, rounds: int) -> dict[str, list[float]]:
-    """``memory`` add and ``session_search`` discover samples (seconds)."""
-    counter = iter(range(10**9))
+async def round_trips(client: Client, rounds: int, user: str) -> dict[str, list[float]]:
+    """``memory`` add (to ``user``'s USER.md) and ``session_search`` discover samples.
 
-    async def add() -> Any:
-        n = next(counter)
+    Each measure writes as its own user: a curated write's cost grows with the file's
+    revision history, so every transport starts from an empty one.
+    """
+    meta = {META_USER: user}
+
+    async def add_remove(n: int) -> float:
+        started = time.perf_counter()
         result = await client.call_tool(
-            "memory", {"action": "add", "target": "memory", "content": f"bench note {n}"}
+            "memory", {"action": "add", "target": "user", "content": f"bench note {n}"},
+            meta=meta,
         )
-        await client.call_tool("memory", {"action": "remove", "target": "memory",
-                                          "old_text": f"bench note {n}"})
-        return result
+        elapsed = time.perf_counter() - started
+        if result.is_error:
+            raise SystemExit(f"memory add failed: {result.content[0].text}")
+        await client.call_tool("memory", {"action": "remove", "target": "user",
+                                          "old_text": f"bench note {n}"}, meta=meta)
+        return elapsed  # the add alone (the remove is untimed)
 
     async def search() -> Any:
         return await client.call_tool("session_search", {"query": SEARCH_QUERY})
 
-    await timed(add, 5)
-    await timed(search, 5)  # warm caches and the connection
-    add_samples = []
-    for _ in range(rounds):  # time the add alone (the remove is untimed)
-        n = next(counter)
-        started = time.perf_counter()
-        result = await client.call_tool(
-            "memory", {"action": "add", "target": "memory", "content": f"bench note {n}"}
-        )
-        add_samples.append(time.perf_counter() - started)
-        if result.is_error:
-            raise SystemExit(f"memory add failed: {result.content[0].text}")
-        await client.call_tool("memory", {"action": "remove", "target": "memory",
-                                          "old_text": f"bench note {n}"})
+    for n in range(5):  # warm caches and the connection
+        await add_remove(-n - 1)
+    await timed(search, 5)
+    add_samples = [await add_remove(n) for n in range(rounds)]
     found = json.loads((await search()).content[0].text)
     if not found.get("count"):
         raise SystemExit(f"session_search found nothing for {SEARCH_QUERY!r}: {found}")
@@ -212,17 +211,18 @@ async def concurrent(url: str, clients: int, calls: int) -> dict[str, Any]:
 def direct_round_trips(home: Path, rounds: int) -> dict[str, list[float]]:
     """The same calls in process (``Memory.call_tool``): the core's share of a round trip."""
     samples: dict[str, list[float]] = {"memory_add": [], "session_search": []}
-    with memoryport.open(home) as memory:
-        memory.start_session(source="bench")
+    with memoryport.open(home, user_id="bench-direct") as writer, memoryport.open(home) as reader:
+        writer.start_session(source="bench")
+        reader.start_session(source="bench")
         for n in range(rounds + 5):
             started = time.perf_counter()
-            memory.call_tool("memory", {"action": "add", "target": "memory",
+            writer.call_tool("memory", {"action": "add", "target": "user",
                                         "content": f"direct note {n}"})
             samples["memory_add"].append(time.perf_counter() - started)
-            memory.call_tool("memory", {"action": "remove", "target": "memory",
+            writer.call_tool("memory", {"action": "remove", "target": "user",
                                         "old_text": f"direct note {n}"})
             started = time.perf_counter()
-            memory.call_tool("session_search", {"query": SEARCH_QUERY})
+            reader.call_tool("session_search", {"query": SEARCH_QUERY})
             samples["session_search"].append(time.perf_counter() - started)
     return {k: v[5:] for k, v in samples.items()}
 
@@ -239,18 +239,19 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     server = build_server(home, ServeOptions())
     try:
         async with Client(server.mcp, mode="legacy") as client:  # JSON-RPC over memory streams
-            rows["jsonrpc_in_process"] = {
-                k: ms(v) for k, v in (await round_trips(client, args.rounds)).items()
-            }
+            samples = await round_trips(client, args.rounds, "bench-jsonrpc")
+            rows["jsonrpc_in_process"] = {k: ms(v) for k, v in samples.items()}
     finally:
         server.close()
     stdio = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "--home", str(home), "serve"])
     async with Client(stdio) as client:
-        rows["stdio"] = {k: ms(v) for k, v in (await round_trips(client, args.rounds)).items()}
+        samples = await round_trips(client, args.rounds, "bench-stdio")
+        rows["stdio"] = {k: ms(v) for k, v in samples.items()}
     proc, url = start_http(home)
     try:
         async with http_client(url) as client:
-            rows["http"] = {k: ms(v) for k, v in (await round_trips(client, args.rounds)).items()}
+            samples = await round_trips(client, args.rounds, "bench-http")
+            rows["http"] = {k: ms(v) for k, v in samples.items()}
         rows["concurrent_http"] = await concurrent(url, args.clients, args.calls)
     finally:
         proc.terminate()
