@@ -54,6 +54,8 @@ class Reply:
     content: str = ""
     tool_calls: Sequence[ToolCall] = ()
     chunks: Sequence[str] | None = None
+    status: int = 200  # not 200: answer this HTTP status with ``content`` as the error
+    delay: float = 0.0  # seconds to wait before answering (a client timeout test)
 
     def pieces(self) -> list[str]:
         """The streamed content pieces (their concatenation is ``content``)."""
@@ -230,18 +232,25 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             server.api_keys.append(auth.removeprefix("Bearer "))
             reply = server.respond(body)
             model = str(body.get("model", "fake"))
-            if body.get("stream"):
+            if reply.delay:
+                time.sleep(reply.delay)
+            if reply.status != 200:
+                self._send_json(reply.status, {"error": {"message": reply.content}})
+            elif body.get("stream"):
                 self._send_stream(stream_chunks(reply, model, server))
             else:
                 self._send_json(200, completion_json(reply, model, server))
 
         def _send_json(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up (timed out) first
 
         def _send_stream(self, chunks: Iterator[dict[str, Any]]) -> None:
             self.send_response(200)

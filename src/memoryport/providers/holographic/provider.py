@@ -296,7 +296,26 @@ class HolographicProvider(MemoryProvider):
             return
         items = facts_in_messages(messages, session_id=self._context.session_id,
                                   source_kind=source_kind, home=self.home)
-        self._store_all(store, items, catch_up=True)
+        self._store_all(store, items + self._llm_items(messages, source_kind), catch_up=True)
+
+    def _llm_items(self, messages: list[Message], source_kind: str) -> list[FactInput]:
+        """The llm extractor's facts (``extractor: llm``); [] when it is off or fails (the
+        rules' facts are stored either way)."""
+        config = self.settings.llm_config()
+        if config is None:
+            return []
+        from memoryport.providers.holographic.llm_extract import LLMExtractError, llm_facts
+
+        try:
+            return llm_facts(messages, config=config, session_id=self._context.session_id,
+                             source_kind=source_kind, home=self.home)
+        except LLMExtractError as exc:
+            log.warning("holographic: the llm extractor failed, keeping the rules' facts"
+                        " only: %s", exc)
+        except Exception as exc:  # never lose the rules' facts to an extractor bug
+            log.warning("holographic: the llm extractor failed (%s), keeping the rules'"
+                        " facts only", type(exc).__name__)
+        return []
 
     def on_pre_compress(self, messages: list[Message]) -> str:
         """Keep the facts stated in the messages being compressed away."""
