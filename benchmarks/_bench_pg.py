@@ -3,7 +3,9 @@
 Without ``--dsn`` the distribution's PostgreSQL (with ``pg_trgm``) is started for the run
 from ``tests/pgserver.py``; the test helper turns durability off, so it is turned back on
 here (``fsync``, ``full_page_writes``, ``synchronous_commit`` at their defaults): ingest
-figures then include a real WAL flush per commit, as on a production server.
+figures then include a real WAL flush per commit, as on a production server. The stores
+connect as an ordinary role that owns its schemas (the server's own user is a superuser,
+which row-level security never applies to), so the figures include the policies.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from memoryport.storage.sessions.base import SessionStore
 from memoryport.storage.sessions.postgres import PostgresSessionStore
@@ -40,6 +43,9 @@ class PostgresBackend:
                 for name in ("fsync", "full_page_writes", "synchronous_commit"):
                     conn.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(name)))
                 conn.execute("SELECT pg_reload_conf()")
+                conn.execute("CREATE ROLE memoryport LOGIN")
+                conn.execute("GRANT CREATE ON DATABASE postgres TO memoryport")
+            dsn = make_conninfo(dsn, user="memoryport")
         self.dsn = dsn
 
     def _sql(self, query: sql.Composable, params: tuple[Any, ...] = ()) -> Any:
