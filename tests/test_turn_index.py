@@ -147,7 +147,7 @@ def test_migrations_have_their_own_namespace(tmp_path: Path) -> None:
     conn.close()
     TurnIndex(path).close()
     conn = sqlite3.connect(path, isolation_level=None)
-    assert schema.applied(conn) == ["m001_turns", "m002_turn_vectors"]
+    assert schema.applied(conn) == ["m001_turns", "m002_turn_vectors", "m003_turn_events"]
     assert schema.migrate(conn) == []  # reopening runs nothing
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"turns", "turn_blocks", "_turns_migrations", "_migrations"} <= tables
@@ -176,3 +176,42 @@ def test_search_scores_a_bounded_number_of_candidates(index: TurnIndex) -> None:
     assert len(rows) <= 3 * MAIN_DEPTH + SESSION_DEPTH * 3
     assert len({r[0] for r in rows}) == len(rows)
     assert index.search("sqlite schema", limit=1)[0].text == "sqlite sqlite sqlite schema"
+
+
+def test_turn_events_match_the_period_a_query_names(index: TurnIndex) -> None:
+    """Issue 13: a turn's time words resolve at write time against its own time ("last
+    Friday" said on Mon 8 May 2023 is Fri 5 May), and a query's relative dates resolve
+    against the store's latest turn, not the clock: the turn about that day ranks first
+    even though the other says the same words and was written closer to it."""
+    import datetime as dt
+
+    def at(*day: int) -> float:
+        return dt.datetime(*day, 12).timestamp()
+
+    index.add_turns([
+        _t("s1", "Ana", "We went hiking in the hills.", at(2023, 4, 24)),
+        _t("s2", "Ana", "We went hiking in the hills last Friday.", at(2023, 5, 8)),
+        _t("s3", "Ana", "Nothing new today.", at(2023, 5, 20)),
+    ])
+    rows, parts = index.candidates("Where did Ana go hiking on 5 May 2023?")
+    event_of = {row[4]: part.event for row, part in zip(rows, parts, strict=True)}
+    assert event_of["We went hiking in the hills last Friday."] == 1.0
+    assert event_of["We went hiking in the hills."] == 0.0
+    top = index.search("Where did Ana go hiking two weeks ago?", limit=1)[0]
+    assert top.text == "We went hiking in the hills last Friday."  # anchored on 20 May
+
+
+def test_m003_backfills_events_of_turns_stored_before_it(tmp_path: Path) -> None:
+    import datetime as dt
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    schema.migrate(conn, stop_before="m003_turn_events")
+    conn.execute(
+        "INSERT INTO turns(user_id, session_id, position, speaker, text, timestamp,"
+        " source_id, recorded_at, temporal) VALUES ('', 's', 0, 'A', 'I left last week.',"
+        " ?, '', 0, 1)", (dt.datetime(2023, 5, 8, 12).timestamp(),))
+    conn.close()
+    with TurnIndex(path) as index:
+        rows = index._conn.execute("SELECT precision, words FROM turn_events").fetchall()
+    assert rows == [("week", "last week")]

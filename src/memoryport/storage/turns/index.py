@@ -18,7 +18,12 @@ from pathlib import Path
 
 from memoryport.errors import StoreError
 from memoryport.storage.sessions.sqlite.connect import create_private_file
-from memoryport.storage.sessions.temporal import has_temporal_expression, time_hint
+from memoryport.storage.sessions.temporal import (
+    event_rows,
+    has_temporal_expression,
+    time_hint,
+)
+from memoryport.storage.timeexpr import has_time_words
 from memoryport.storage.turns import schema, vectors
 from memoryport.storage.turns.rank import Components, Weights, combine, fts_query, query_words
 
@@ -216,6 +221,12 @@ class TurnIndex:
                 "INSERT INTO turns_fts(rowid, body) VALUES (?, ?)",
                 (turn_id, _body(turn.speaker, turn.text)),
             )
+            if temporal:
+                conn.executemany(
+                    "INSERT INTO turn_events(turn_id, start_at, end_at, precision, words)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    event_rows(turn_id, turn.text, float(turn.timestamp)),
+                )
             ids.append(turn_id)
             touched.setdefault((*key, position // schema.BLOCK_TURNS), position)
         for block, first_new in touched.items():
@@ -286,18 +297,21 @@ class TurnIndex:
         match = fts_query(words)
         if not match:
             return [], []
+        maybe_time = has_time_words(query)
         with self._lock:
             main, found = self._main_scores(match, scope)
             blocks = self._block_scores(match, scope)
             rows = self._candidate_rows(scope, main, blocks, found)
-        hint = time_hint(query)
+            anchor = self._latest(scope) if maybe_time else None
+        hint = time_hint(query, anchor)
+        events = self._overlapping(rows, hint.events) if hint.events else set()
         wordset = set(words)
         dense = self._dense(query, rows)
         named: dict[str, float] = {}
         windows, intent = hint.windows, hint.intent
         get_main, get_block, block_turns = main.get, blocks.get, schema.BLOCK_TURNS
         parts = []
-        for n, (_, session, position, speaker, _, stamp, _, temporal) in enumerate(rows):
+        for n, (turn_id, session, position, speaker, _, stamp, _, temporal) in enumerate(rows):
             if speaker not in named:
                 named[speaker] = float(bool(speaker) and set(query_words(speaker)) <= wordset)
             in_window = bool(windows) and any(lo <= stamp < hi for lo, hi in windows)
@@ -311,9 +325,34 @@ class TurnIndex:
                     1.0 if in_window else 0.0,
                     1.0 if intent and temporal else 0.0,
                     dense[n],
+                    1.0 if turn_id in events else 0.0,
                 )
             )
         return rows, parts
+
+    def _latest(self, scope: str) -> float | None:
+        """The scope's latest turn time: "now" for relative dates in a query."""
+        row = self._conn.execute(
+            "SELECT max(timestamp) FROM turns WHERE user_id = ?", (scope,)
+        ).fetchone()
+        return float(row[0]) if row and row[0] is not None else None
+
+    def _overlapping(
+        self, rows: list[_Row], periods: Sequence[tuple[float, float]]
+    ) -> set[int]:
+        """Ids of the candidate turns (those that mention a time) with an event window
+        overlapping one of ``periods``."""
+        ids = [r[0] for r in rows if r[7]]
+        if not ids:
+            return set()
+        with self._lock:
+            found = self._conn.execute(
+                "SELECT e.turn_id, e.start_at, e.end_at FROM json_each(?) j"
+                " CROSS JOIN turn_events e ON e.turn_id = j.value",
+                (json.dumps(ids),),
+            ).fetchall()
+        return {tid for tid, lo, hi in found if any(lo < p_hi and p_lo < hi
+                                                      for p_lo, p_hi in periods)}
 
     def _dense(
         self, query: str, rows: list[tuple[int, str, int, str, str, float, str, int]]

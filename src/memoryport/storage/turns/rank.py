@@ -13,6 +13,10 @@ the query (so each lies in 0..1), multiplied by its weight and summed:
 * ``window``: 1 when the turn's timestamp lies in a date window the query names, and
   ``when``: 1 when the query asks "when/how long" and the turn mentions a time — both
   from :mod:`memoryport.storage.sessions.temporal`, shared with the session store;
+* ``event``: 1 when an event the turn's own words name ("last Friday", resolved at write
+  time against the turn's time) overlaps a period the query names (relative query dates
+  resolve against the store's latest turn); its weight is the window's, as the session
+  store's fit set its event and window boosts equal;
 * ``dense``: with the ``embeddings`` extra, the query-turn cosine similarity z-scored over
   the candidates and clipped at 0 (:mod:`.vectors`); 0 without it.
 
@@ -49,6 +53,7 @@ class Weights:
     window: float = 1.5
     when: float = 0.5
     dense: float = 0.5
+    event: float = 0.1
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -72,6 +77,7 @@ class Components(NamedTuple):
     window: float
     when: float
     dense: float = 0.0
+    event: float = 0.0
 
 
 _SIGNALS = Components._fields

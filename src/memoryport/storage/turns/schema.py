@@ -30,6 +30,7 @@ import sqlite3
 from collections.abc import Callable
 
 from memoryport.storage.sessions import migrate as runner
+from memoryport.storage.sessions.temporal import event_rows
 from memoryport.storage.sqlite_ledger import ConnLedger
 
 __all__ = ["BLOCK_TURNS", "LEDGER_TABLE", "MIGRATIONS", "Ledger", "applied", "migrate"]
@@ -95,9 +96,36 @@ def m002_turn_vectors(conn: sqlite3.Connection) -> None:
     )
 
 
+def m003_turn_events(conn: sqlite3.Connection) -> None:
+    """Event windows resolved at write time from each turn's own words against its time
+    ("last Friday" said on 2023-05-08 is 2023-05-05), back-filled for stored turns; and an
+    index for the store's latest time (the anchor of relative query dates)."""
+    _script(
+        conn,
+        """
+        CREATE TABLE turn_events (
+            turn_id INTEGER NOT NULL,
+            start_at REAL NOT NULL,
+            end_at REAL NOT NULL,
+            precision TEXT NOT NULL,
+            words TEXT NOT NULL
+        );
+        CREATE INDEX turn_events_turn ON turn_events(turn_id);
+        CREATE INDEX turns_user_time ON turns(user_id, timestamp)
+        """,
+    )
+    rows = conn.execute("SELECT id, text, timestamp FROM turns WHERE temporal = 1").fetchall()
+    conn.executemany(
+        "INSERT INTO turn_events(turn_id, start_at, end_at, precision, words)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [event for row in rows for event in event_rows(*row)],
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_turns", m001_turns),
     ("m002_turn_vectors", m002_turn_vectors),
+    ("m003_turn_events", m003_turn_events),
 ]
 
 
