@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -232,3 +233,24 @@ def test_settings_are_checked(tmp_path: Path) -> None:
                                     "llm_model": "m", "llm_timeout_s": 3}).llm_config()
     assert config is not None and config.endpoint == "http://u:p@h:1/v1/chat/completions"
     assert config.shown_url == "http://h:1/v1/chat/completions" and config.timeout_s == 3.0
+
+
+def test_unreachable_endpoint_falls_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    home = tmp_path / "home"
+    home.mkdir()
+    section = {"extractor": "llm", "llm_base_url": f"http://user:{KEY}@127.0.0.1:{port}/v1",
+               "llm_model": "m", "llm_api_key_env": KEY_ENV, "llm_timeout_s": 2}
+    (home / "config.yaml").write_text(yaml.safe_dump({"holographic": section}), "utf-8")
+    provider = _provider(home)
+    with caplog.at_level(logging.WARNING):
+        provider.on_session_end(MESSAGES)
+    provider.shutdown()
+    assert set(_facts(home)) == {"My name is Robin"}
+    assert f"cannot reach http://127.0.0.1:{port}/v1/chat/completions" in caplog.text
+    assert KEY not in caplog.text

@@ -170,6 +170,7 @@ def _redact(text: str, key: str) -> str:
 
 def _complete(config: LLMConfig, key: str, lines: Sequence[_Line]) -> str:
     """POST one chat completion; return the answer's text."""
+    import http.client
     import urllib.error
     import urllib.request
 
@@ -190,7 +191,7 @@ def _complete(config: LLMConfig, key: str, lines: Sequence[_Line]) -> str:
     except urllib.error.HTTPError as exc:
         detail = exc.read(300).decode("utf-8", "replace").strip()
         raise LLMExtractError(f"{where} answered HTTP {exc.code}: {detail[:200]}") from None
-    except (TimeoutError, urllib.error.URLError, OSError) as exc:
+    except (OSError, http.client.HTTPException, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         if isinstance(reason, TimeoutError) or isinstance(exc, TimeoutError):
             raise LLMExtractError(
