@@ -23,7 +23,7 @@ MAX_FUNCTION_LINES = 60
 
 # Layer of a module: the first prefix that matches wins (longest prefixes first).
 LAYERS: dict[str, str] = {
-    # shells: the reference agent, the CLI (and later mcp/, adapters/, ui/)
+    # shells: the reference agent, the CLI, the MCP server, the adapters, the web inspector
     "memoryport.cli": "shell",
     "memoryport.agent": "shell",
     "memoryport.mcp": "shell",
