@@ -212,3 +212,71 @@ def test_export_of_a_home_without_sessions_or_facts(tmp_path: Path, empty: bool)
     report = import_archive(tmp_path / "copy", tmp_path / "x.zip")
     assert CuratedMemory(tmp_path / "copy").entries("user") == ([] if empty else ["Likes tea."])
     assert report.applied
+
+
+JOTTER = '''"""A user plugin with the PortableProvider hook: notes in <home>/jotter.jsonl."""
+
+import json
+from pathlib import Path
+
+from memoryport.provider import MemoryProvider
+
+
+class Jotter(MemoryProvider):
+    name = "jotter"
+
+    def is_available(self):
+        return True
+
+    def initialize(self, session_id, **kwargs):
+        pass
+
+    def get_tool_schemas(self):
+        return []
+
+    def export(self, directory, *, home):
+        notes = Path(home) / "jotter.jsonl"
+        text = notes.read_text() if notes.exists() else ""
+        (Path(directory) / "notes.jsonl").write_text(text)
+        return {"format": "jotter", "version": 1, "counts": {"notes": text.count("\\n")}}
+
+    def import_(self, directory, *, home, source):
+        notes = Path(home) / "jotter.jsonl"
+        have = notes.read_text().splitlines() if notes.exists() else []
+        new = [line for line in (Path(directory) / "notes.jsonl").read_text().splitlines()
+               if line not in have]
+        lines = have + [json.dumps({**json.loads(line), "source": source}) for line in new]
+        notes.write_text("".join(line + "\\n" for line in lines))
+        return {"notes_imported": len(new)}
+
+
+def register(ctx):
+    ctx.register_memory_provider(Jotter())
+'''
+
+
+def with_jotter(home: Path) -> Path:
+    """A home whose configured provider is the user plugin above."""
+    plugin = home / "plugins" / "jotter"
+    plugin.mkdir(parents=True)
+    (plugin / "plugin.yaml").write_text("name: jotter\nversion: 1.0.0\n")
+    (plugin / "__init__.py").write_text(JOTTER)
+    (home / "config.yaml").write_text("memory:\n  provider: jotter\n")
+    return home
+
+
+def test_a_plugin_with_the_hook_travels_in_the_archive(tmp_path: Path) -> None:
+    home = with_jotter(tmp_path / "a")
+    (home / "jotter.jsonl").write_text('{"note": "buy milk"}\n')
+    archive = tmp_path / "a.zip"
+    manifest = export_home(home, archive)
+    assert manifest["providers"]["jotter"]["counts"] == {"notes": 1}
+    assert members(archive)["providers/jotter/notes.jsonl"] == b'{"note": "buy milk"}\n'
+    target = with_jotter(tmp_path / "b")
+    report = import_archive(target, archive)
+    assert json.loads((target / "jotter.jsonl").read_text()) == {
+        "note": "buy milk", "source": "import:a.zip"}
+    assert any(r.kind == "provider" and r.action == "import" for r in report.rows)
+    elsewhere = import_archive(tmp_path / "c", archive)  # jotter not active there
+    skipped = [r for r in elsewhere.rows if r.kind == "provider"]
+    assert [r.action for r in skipped] == ["skip"] and "not active" in skipped[0].detail
