@@ -83,7 +83,7 @@ class SessionsIndex:
                     "role": "user",
                     "content": _turn_text(t),
                     "timestamp": started_at + i,
-                    "metadata": {"dia_id": t["dia_id"]},
+                    "metadata": {"dia_id": t["dia_id"], "speaker": t["speaker"]},
                 }
                 for i, t in enumerate(turns)
             ],

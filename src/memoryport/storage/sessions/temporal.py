@@ -1,4 +1,5 @@
-"""Time hints in search queries, used to re-rank the top BM25 candidates (no LLM).
+"""Time hints in search queries and the context signals that re-rank the top BM25
+candidates (no model, no LLM).
 
 Computed from the query text and the store's latest message time, shared by every backend:
 
@@ -19,6 +20,24 @@ Computed from the query text and the store's latest message time, shared by ever
 Scores are BM25 normalised to the best candidate (1.0), so the boosts are fractions of
 the top score. Only the top :data:`RERANK_DEPTH` candidates are re-ordered; a query
 without hints is left in plain BM25 order.
+
+**Context** (:func:`context_rerank`, natural-language queries of two or more terms).
+Conversations answer across messages ("Did you go?" / "Yes, to Paris last week"), so the
+top :data:`CONTEXT_DEPTH` matches are scored on these signals, each divided by its best
+value over the candidates (0..1), multiplied by its weight in :data:`WEIGHTS` and summed:
+
+* ``main``: the message's own BM25;
+* ``prev`` / ``next``: the BM25 of the message before and after it in its session (0 when
+  that one does not match); a neighbour adds to a match's score, it never becomes a hit;
+* ``session``: the summed BM25 of the session's messages among the :data:`SESSION_SCAN`
+  best matches (what the whole conversation was about);
+* ``window`` / ``event`` / ``intent``: the time hints above, as 0/1 signals;
+* ``speaker``: 1 when the query names the message's author ("What did Caroline ..."):
+  ``metadata["speaker"]``, else ``metadata["name"]``, else its role.
+
+The same signals as the bundled turn index (:mod:`memoryport.storage.turns.rank`). The
+weights were fitted on conversations 0-3 of the LoCoMo dev file and checked on 4-6
+(``benchmarks/locomo_retrieval.py --backend sessions``; docs/sessions.md).
 """
 
 from __future__ import annotations
@@ -26,19 +45,27 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from memoryport.storage.timeexpr import MONTHS, resolve
 
 __all__ = [
+    "CONTEXT_DEPTH",
     "EVENT_BOOST",
     "INTENT_BOOST",
     "REPORT_LAG_DAYS",
     "RERANK_DEPTH",
+    "SESSION_SCAN",
+    "TIME_ONLY",
+    "WEIGHTS",
     "WINDOW_BOOST",
+    "ContextRow",
+    "ContextWeights",
     "TimeHint",
+    "context_rerank",
     "has_temporal_expression",
     "rerank",
+    "session_totals",
     "time_hint",
 ]
 
@@ -176,3 +203,115 @@ def event_rows(message_id: int, content: str | None, timestamp: float) -> list[E
     except ValueError:
         return []
     return [(message_id, e.start, e.end, e.precision, e.words) for e in found]
+
+
+CONTEXT_DEPTH = 100
+"""How many best BM25 matches the context signals re-order."""
+SESSION_SCAN = 300
+"""How many best BM25 matches add up into their sessions' ``session`` signal."""
+
+
+@dataclass(frozen=True)
+class ContextWeights:
+    """The weight of each context signal (see the module docstring)."""
+
+    main: float = 1.0
+    prev: float = 0.5
+    next: float = 0.3
+    session: float = 0.2
+    window: float = 0.6
+    event: float = 0.5
+    intent: float = 0.5
+    speaker: float = 0.75
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, (int, float)) or not 0 <= value <= 100:
+                raise ValueError(f"weight {f.name} must be a number from 0 to 100, got {value!r}")
+
+
+WEIGHTS = ContextWeights()
+"""The weights of natural-language relevance searches (fitted on LoCoMo dev 0-3)."""
+TIME_ONLY = ContextWeights(
+    prev=0, next=0, session=0, speaker=0, window=WINDOW_BOOST, event=EVENT_BOOST,
+    intent=INTENT_BOOST,
+)
+"""The weights of other relevance searches with time hints: :func:`rerank`'s boosts."""
+
+ContextRow = tuple[int, str, float, str, "int | None", "int | None", str]
+"""A candidate: ``(id, session_id, timestamp, text, previous id, next id, speaker)``."""
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def session_totals(
+    best: Sequence[tuple[int, float]], session_of: Mapping[int, str]
+) -> dict[str, float]:
+    """The summed score of each session's messages among ``best`` (``(id, bm25)``)."""
+    out: dict[str, float] = {}
+    for message_id, score in best:
+        session = session_of.get(message_id)
+        if session is not None:
+            out[session] = out.get(session, 0.0) + score
+    return out
+
+
+def _signals(
+    row: ContextRow,
+    named: float,
+    scores: Mapping[int, float],
+    sessions: Mapping[str, float],
+    hint: TimeHint,
+    events: Mapping[int, Sequence[tuple[float, float]]],
+) -> tuple[float, ...]:
+    message_id, session, stamp, text, prev, nxt, _ = row
+    in_window = any(lo <= stamp < hi for lo, hi in hint.windows)
+    periods = hint.events
+    in_event = bool(periods) and any(
+        lo < e_hi and e_lo < hi for e_lo, e_hi in events.get(message_id, ()) for lo, hi in periods
+    )
+    return (
+        scores.get(message_id, 0.0),
+        0.0 if prev is None else scores.get(prev, 0.0),
+        0.0 if nxt is None else scores.get(nxt, 0.0),
+        sessions.get(session, 0.0),
+        1.0 if in_window else 0.0,
+        1.0 if in_event else 0.0,
+        1.0 if hint.intent and has_temporal_expression(text) else 0.0,
+        named,
+    )
+
+
+def context_rerank(
+    rows: Sequence[ContextRow],
+    scores: Mapping[int, float],
+    hint: TimeHint,
+    *,
+    query: str,
+    sessions: Mapping[str, float] | None = None,
+    events: Mapping[int, Sequence[tuple[float, float]]] | None = None,
+    weights: ContextWeights = WEIGHTS,
+) -> list[tuple[int, float]]:
+    """Re-order candidate ``rows`` (in BM25 order) by the weighted context signals.
+
+    ``scores`` maps message ids (candidates and their neighbours) to their BM25;
+    ``sessions`` a session id to its :func:`session_totals`; ``events`` a message id to
+    its resolved event windows. Returns ``(id, score)`` pairs, best first; ties keep the
+    BM25 order.
+    """
+    words = set(_WORD.findall(query.casefold()))
+    named: dict[str, float] = {}
+    signals = []
+    for row in rows:
+        speaker = row[6] if isinstance(row[6], str) else ""
+        if speaker not in named:
+            own = set(_WORD.findall(speaker.casefold()))
+            named[speaker] = float(bool(own) and own <= words)
+        signals.append(_signals(row, named[speaker], scores, sessions or {}, hint, events or {}))
+    totals = [0.0] * len(rows)
+    for f, column in zip(fields(weights), zip(*signals, strict=True), strict=False):
+        best, weight = max(column), getattr(weights, f.name)
+        if best > 0 and weight:
+            totals = [t + weight * v / best for t, v in zip(totals, column, strict=True)]
+    order = sorted(range(len(rows)), key=lambda n: (-totals[n], n))
+    return [(rows[n][0], round(totals[n], 6)) for n in order]

@@ -1,4 +1,5 @@
-"""Export, import, pruning and index rebuilds for the SQLite session store.
+"""Export, import, pruning, index rebuilds and multi-anchor window reads for the SQLite
+session store.
 
 The export format is shared with PostgreSQL (:mod:`memoryport.storage.sessions.portable`).
 """
@@ -16,6 +17,7 @@ from memoryport.storage.sessions.query import has_cjk
 from memoryport.storage.sessions.records import (
     ImportReport,
     MessageRecord,
+    MessageWindow,
     SearchScope,
     SessionRecord,
 )
@@ -26,11 +28,18 @@ from memoryport.storage.sessions.rows import (
     message_values,
     session_from_row,
     session_values,
+    shape_window,
 )
 from memoryport.storage.sessions.sqlite.dialect import INSERT_SESSION, scope_sql
 from memoryport.storage.sessions.temporal import EventRow, event_rows
 
-__all__ = ["export_sessions", "import_entries", "prune_empty", "rebuild_indexes"]
+__all__ = [
+    "export_sessions",
+    "fetch_windows",
+    "import_entries",
+    "prune_empty",
+    "rebuild_indexes",
+]
 
 
 def _selected(session_ids: Sequence[str] | None, user_id: str | None) -> tuple[str, list[Any]]:
@@ -172,3 +181,45 @@ def rebuild_indexes(conn: sqlite3.Connection, progress: Progress | None = None) 
             done += max(cursor.rowcount, 0)
             if progress is not None:
                 progress(phase, done, total)
+
+
+def fetch_windows(
+    conn: sqlite3.Connection, anchors: Sequence[int], *, window: int, bookend: int
+) -> dict[int, MessageWindow]:
+    """Windows for several anchors in two queries (rows, then counts)."""
+    if not anchors:
+        return {}
+    anchor_json = json.dumps(list(dict.fromkeys(anchors)))
+    sql = f"""
+    WITH a AS (SELECT id AS anchor, session_id AS sid FROM messages
+               WHERE id IN (SELECT value FROM json_each(?)))
+    SELECT a.anchor, {MESSAGE_COLUMNS} FROM a JOIN messages m ON m.id IN (
+        SELECT a.anchor
+        UNION ALL SELECT id FROM (SELECT id FROM messages WHERE session_id = a.sid
+                                  AND id < a.anchor ORDER BY id DESC LIMIT ?)
+        UNION ALL SELECT id FROM (SELECT id FROM messages WHERE session_id = a.sid
+                                  AND id > a.anchor ORDER BY id LIMIT ?)
+        UNION ALL SELECT id FROM (SELECT id FROM messages WHERE session_id = a.sid
+                                  ORDER BY id LIMIT ?)
+        UNION ALL SELECT id FROM (SELECT id FROM messages WHERE session_id = a.sid
+                                  ORDER BY id DESC LIMIT ?))
+    """
+    grouped: dict[int, list[MessageRecord]] = {}
+    for row in conn.execute(sql, (anchor_json, window, window, bookend, bookend)):
+        grouped.setdefault(row[0], []).append(message_from_row(row[1:]))
+    counts_sql = """
+    SELECT m.id,
+      (SELECT count(*) FROM messages x WHERE x.session_id = m.session_id AND x.id < m.id),
+      (SELECT count(*) FROM messages x WHERE x.session_id = m.session_id AND x.id > m.id)
+    FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))
+    """
+    out = {}
+    for anchor_id, before, after in conn.execute(counts_sql, (anchor_json,)):
+        rows = grouped.get(anchor_id, [])
+        anchor = next((r for r in rows if r.id == anchor_id), None)
+        if anchor is None:
+            continue
+        out[anchor_id] = shape_window(
+            anchor, rows, count_before=before, count_after=after, window=window, bookend=bookend
+        )
+    return out

@@ -18,6 +18,7 @@ Design for large stores (1M+ messages):
 
 from __future__ import annotations
 
+import heapq
 import json
 import sqlite3
 from bisect import bisect_left, bisect_right
@@ -37,18 +38,22 @@ from memoryport.storage.sessions.query import (
     literal_node,
     make_snippet,
 )
-from memoryport.storage.sessions.records import MessageRecord, SearchHit, SortOrder
-from memoryport.storage.sessions.rows import (
-    HIT_COLUMNS,
-    MESSAGE_COLUMNS,
-    hit_from_row,
-    message_from_row,
-    shape_window,
+from memoryport.storage.sessions.records import SearchHit, SortOrder
+from memoryport.storage.sessions.rows import HIT_COLUMNS, hit_from_row, message_from_row
+from memoryport.storage.sessions.temporal import (
+    CONTEXT_DEPTH,
+    SESSION_SCAN,
+    TIME_ONLY,
+    WEIGHTS,
+    ContextWeights,
+    TimeHint,
+    context_rerank,
+    session_totals,
+    time_hint,
 )
-from memoryport.storage.sessions.temporal import RERANK_DEPTH, TimeHint, rerank, time_hint
 from memoryport.storage.timeexpr import has_time_words
 
-__all__ = ["fetch_windows", "latest_time", "run_search", "snippets_for"]
+__all__ = ["latest_time", "run_search", "snippets_for"]
 
 _CHUNK = 512
 _SNIPPET_GAP = 16
@@ -86,16 +91,28 @@ def run_search(
     known: list[int] = []  # every match of ``expr`` from known[0] on, when ranking read them
     if sort == "relevance":
         hint = time_hint(parsed.raw, latest_time(conn) if has_time_words(parsed.raw) else None)
-        need = max(offset + limit, RERANK_DEPTH) if hint else offset + limit
-        ranked = _ranked_ids(conn, table, parsed, leaf, scope, need, known)
-        if hint:
-            ranked = _time_rerank(conn, ranked, hint)
+        weights = WEIGHTS if plan == "fts" and _natural(parsed) else TIME_ONLY if hint else None
+        need = max(offset + limit, CONTEXT_DEPTH) if weights else offset + limit
+        scores: dict[int, float] = {}
+        ranked = _ranked_ids(conn, table, parsed, leaf, scope, need, known, scores)
+        if weights:
+            ranked = _context_rerank(conn, ranked, scores, hint, (parsed.raw, scope), weights)
         if parsed.literals and plan == "fts":
             ranked = _literal_first(conn, parsed.literals, scope, offset + limit, ranked)
     else:
         ranked = _ordered_ids(conn, table, expr, scope, offset + limit, newest=sort == "newest")
     page = ranked[offset : offset + limit]
     return _hydrate(conn, table, expr if snippets else "", page, parsed, known), expr
+
+
+def _natural(parsed: ParsedQuery) -> bool:
+    """True for a natural-language query of two or more terms (no boolean syntax or
+    prefix, not only phrases): the queries the context signals re-rank. A one-word lookup
+    or a phrase search keeps exact BM25 order."""
+    terms = parsed.terms
+    if parsed.explicit or len(terms) < 2 or any(t.prefix for t in terms):
+        return False
+    return not all(t.quoted for t in terms)
 
 
 def snippets_for(conn: sqlite3.Connection, parsed: ParsedQuery, ids: list[int]) -> dict[int, str]:
@@ -171,23 +188,53 @@ def _literal_first(
     return first + [r for r in ranked if r[0] not in literal]
 
 
-def _time_rerank(
-    conn: sqlite3.Connection, ranked: list[tuple[int, float]], hint: TimeHint
+_CONTEXT_SQL = (
+    "SELECT m.id, m.session_id, m.timestamp, m.content,"
+    " (SELECT max(x.id) FROM messages x WHERE x.session_id = m.session_id AND x.id < m.id),"
+    " (SELECT min(x.id) FROM messages x WHERE x.session_id = m.session_id AND x.id > m.id),"
+    " coalesce(CASE WHEN json_valid(m.metadata) THEN coalesce(json_extract(m.metadata,"
+    " '$.speaker'), json_extract(m.metadata, '$.name')) END, m.role)"
+    " FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
+)
+_IDS = "(SELECT value FROM json_each(?))"
+
+
+def _context_rerank(
+    conn: sqlite3.Connection,
+    ranked: list[tuple[int, float]],
+    scores: dict[int, float],
+    hint: TimeHint,
+    search: tuple[str, tuple[str, list[Any]]],
+    weights: ContextWeights,
 ) -> list[tuple[int, float]]:
-    """Re-rank the top ``RERANK_DEPTH`` candidates by the query's time hints."""
-    top = ranked[:RERANK_DEPTH]
-    sql = "SELECT id, timestamp, content FROM messages WHERE id IN (SELECT value FROM json_each(?))"
-    rows = {r[0]: r for r in conn.execute(sql, (json.dumps([i for i, _ in top]),))}
-    candidates = [(i, s, rows[i][1], rows[i][2]) for i, s in top if i in rows]
+    """Re-rank the top ``CONTEXT_DEPTH`` candidates and their matching neighbours in
+    ``search``'s scope (the query, the scope) with :func:`context_rerank` (``scores``: the
+    BM25 of every match the ranking pass read, in scope or not)."""
+    query, scope = search
+    top = ranked[:CONTEXT_DEPTH]
+    rows = {r[0]: r for r in conn.execute(_CONTEXT_SQL, (json.dumps([i for i, _ in top]),))}
+    near = {n for r in rows.values() for n in r[4:6] if n in scores and n not in rows}
+    if near and (weights.prev or weights.next):
+        ids = json.dumps(sorted(_filter(conn, sorted(near), scope)))
+        rows.update((r[0], r) for r in conn.execute(_CONTEXT_SQL, (ids,)))
+    sessions: dict[str, float] = {}
+    if weights.session:
+        best = heapq.nlargest(SESSION_SCAN, scores.items(), key=itemgetter(1))
+        owner = {i: r[1] for i, r in rows.items()}
+        missing = [i for i, _ in best if i not in owner]
+        sql = f"SELECT id, session_id FROM messages WHERE id IN {_IDS}"
+        owner.update(conn.execute(sql, (json.dumps(missing),)) if missing else ())
+        sessions = session_totals(best, owner)
     events: dict[int, list[tuple[float, float]]] = {}
-    if hint.events:
-        sql = (
-            "SELECT message_id, start_at, end_at FROM message_events"
-            " WHERE message_id IN (SELECT value FROM json_each(?))"
-        )
+    if hint.events and weights.event:
+        sql = f"SELECT message_id, start_at, end_at FROM message_events WHERE message_id IN {_IDS}"
         for message_id, start, end in conn.execute(sql, (json.dumps(list(rows)),)):
             events.setdefault(message_id, []).append((start, end))
-    return rerank(candidates, hint, events) + ranked[RERANK_DEPTH:]
+    candidates = sorted(rows.values(), key=lambda r: (-scores.get(r[0], 0.0), r[0]))
+    order = context_rerank(
+        candidates, scores, hint, query=query, sessions=sessions, events=events, weights=weights
+    )
+    return order + [r for r in ranked[CONTEXT_DEPTH:] if r[0] not in rows]
 
 
 def latest_time(conn: sqlite3.Connection) -> float | None:
@@ -220,6 +267,7 @@ def _rank(
     need: int,
     window: int | None,
     known: list[int] | None = None,
+    scores: dict[int, float] | None = None,
 ) -> list[tuple[int, float]]:
     """BM25 order over a bounded match set: every match (``window=None``; callers check
     there are at most ``RELEVANCE_WINDOW``) or the newest ``window`` ones (widened when
@@ -231,7 +279,8 @@ def _rank(
     in 40% of 1M messages. The newest-``window`` set is one ``ORDER BY rowid DESC LIMIT``
     pass (FTS5 walks its doclists backwards), not a count, a floor seek and a rank pass.
     ``known`` receives the ids the pass read, ascending: every match from its first on,
-    which lets :func:`_snippets` scan instead of seeking (see there).
+    which lets :func:`_snippets` scan instead of seeking (see there); ``scores`` receives
+    the (positive) BM25 of every match the pass read, in scope or not.
     """
     chunk = max(need * 4, 64)
     while True:
@@ -247,6 +296,8 @@ def _rank(
         if known is not None:  # ascending for bisect (the newest window came descending)
             known[:] = [r[0] for r in (reversed(rows) if window else rows)]
         rows.sort(key=itemgetter(1, 0))  # bm25() is a REAL; ties: oldest first, as before
+        if scores is not None:
+            scores.update((r[0], -float(r[1])) for r in rows)
         kept: list[tuple[int, float]] = []
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
@@ -293,8 +344,10 @@ def _ranked_ids(
     scope: tuple[str, list[Any]],
     need: int,
     known: list[int] | None = None,
+    scores: dict[int, float] | None = None,
 ) -> list[tuple[int, float]]:
-    """Relevance order that stays fast on very common words (``known``: see :func:`_rank`).
+    """Relevance order that stays fast on very common words (``known``, ``scores``: see
+    :func:`_rank`).
 
     * At most ``RELEVANCE_WINDOW`` matches: exact BM25 over all of them.
     * An OR query with rarer terms: BM25 over the matches of its rarest terms (very common
@@ -303,17 +356,17 @@ def _ranked_ids(
     """
     expr = leaf(parsed.root) if parsed.root is not None else ""
     if not _terms_or(parsed.root):  # one pass: all matches, or the newest window of them
-        return _rank(conn, table, expr, scope, need, RELEVANCE_WINDOW, known)
+        return _rank(conn, table, expr, scope, need, RELEVANCE_WINDOW, known, scores)
     if _count_upto(conn, table, expr, RELEVANCE_WINDOW) <= RELEVANCE_WINDOW:
-        return _rank(conn, table, expr, scope, need, None, known)
+        return _rank(conn, table, expr, scope, need, None, known, scores)
     ranked: list[tuple[int, float]] = []
     selective = _selective_terms(conn, table, parsed.root, leaf)
     if selective is not None:
-        ranked = _rank(conn, table, selective, scope, need, None)
+        ranked = _rank(conn, table, selective, scope, need, None, None, scores)
         if len(ranked) >= need:
             return ranked
     seen = {i for i, _ in ranked}
-    more = _rank(conn, table, expr, scope, need, RELEVANCE_WINDOW, known)
+    more = _rank(conn, table, expr, scope, need, RELEVANCE_WINDOW, known, scores)
     return ranked + [(i, score) for i, score in more if i not in seen]
 
 
@@ -524,46 +577,4 @@ def _snippets(
             )
             params = (json.dumps(cluster), expr, cluster[0], cluster[-1])
         out.update((r[0], r[1]) for r in conn.execute(sql, params) if r[1])
-    return out
-
-
-def fetch_windows(
-    conn: sqlite3.Connection, anchors: Sequence[int], *, window: int, bookend: int
-) -> dict[int, Any]:
-    """Windows for several anchors in two queries (rows, then counts)."""
-    if not anchors:
-        return {}
-    anchor_json = json.dumps(list(dict.fromkeys(anchors)))
-    sql = f"""
-    WITH a AS (SELECT id AS anchor, session_id AS sid FROM messages
-               WHERE id IN (SELECT value FROM json_each(?)))
-    SELECT a.anchor, {MESSAGE_COLUMNS} FROM a JOIN messages m ON m.id IN (
-        SELECT a.anchor
-        UNION ALL SELECT id FROM (SELECT id FROM messages WHERE session_id = a.sid
-                                  AND id < a.anchor ORDER BY id DESC LIMIT ?)
-        UNION ALL SELECT id FROM (SELECT id FROM messages WHERE session_id = a.sid
-                                  AND id > a.anchor ORDER BY id LIMIT ?)
-        UNION ALL SELECT id FROM (SELECT id FROM messages WHERE session_id = a.sid
-                                  ORDER BY id LIMIT ?)
-        UNION ALL SELECT id FROM (SELECT id FROM messages WHERE session_id = a.sid
-                                  ORDER BY id DESC LIMIT ?))
-    """
-    grouped: dict[int, list[MessageRecord]] = {}
-    for row in conn.execute(sql, (anchor_json, window, window, bookend, bookend)):
-        grouped.setdefault(row[0], []).append(message_from_row(row[1:]))
-    counts_sql = """
-    SELECT m.id,
-      (SELECT count(*) FROM messages x WHERE x.session_id = m.session_id AND x.id < m.id),
-      (SELECT count(*) FROM messages x WHERE x.session_id = m.session_id AND x.id > m.id)
-    FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))
-    """
-    out = {}
-    for anchor_id, before, after in conn.execute(counts_sql, (anchor_json,)):
-        rows = grouped.get(anchor_id, [])
-        anchor = next((r for r in rows if r.id == anchor_id), None)
-        if anchor is None:
-            continue
-        out[anchor_id] = shape_window(
-            anchor, rows, count_before=before, count_after=after, window=window, bookend=bookend
-        )
     return out

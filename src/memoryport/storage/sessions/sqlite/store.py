@@ -49,6 +49,7 @@ from memoryport.storage.sessions.rows import (
 from memoryport.storage.sessions.sqlite import migrations
 from memoryport.storage.sessions.sqlite.bulk import (
     export_sessions,
+    fetch_windows,
     import_entries,
     prune_empty,
     rebuild_indexes,
@@ -60,7 +61,7 @@ from memoryport.storage.sessions.sqlite.connect import (
     why,
 )
 from memoryport.storage.sessions.sqlite.dialect import INSERT_SESSION, is_busy, scope_sql
-from memoryport.storage.sessions.sqlite.search import fetch_windows, run_search, snippets_for
+from memoryport.storage.sessions.sqlite.search import run_search, snippets_for
 from memoryport.storage.sessions.temporal import event_rows
 from memoryport.types import valid_text
 
