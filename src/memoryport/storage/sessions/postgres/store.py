@@ -33,6 +33,7 @@ from memoryport.storage.sessions.migrate import applied
 from memoryport.storage.sessions.portable import Progress
 from memoryport.storage.sessions.postgres import migrations
 from memoryport.storage.sessions.postgres.bulk import (
+    append_batch,
     export_sessions,
     import_sessions,
     index_problems,
@@ -48,7 +49,6 @@ from memoryport.storage.sessions.postgres.dialect import (
     session_from_row,
     session_values,
 )
-from memoryport.storage.sessions.postgres.ingest import append_batch
 from memoryport.storage.sessions.postgres.search import fetch_windows, run_search, snippets_for
 from memoryport.storage.sessions.query import ParsedQuery
 from memoryport.storage.sessions.records import (
