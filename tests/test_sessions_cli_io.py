@@ -218,7 +218,7 @@ def test_export_import_on_postgres(tmp_path: Path, pg_server: pgserver.PgServer)
     home = tmp_path / "pg"
     home.mkdir()
     dsn = {"backend": "postgres", "dsn": pg_server.uri}
-    (home / "config.yaml").write_text(yaml.safe_dump({"sessions": dsn}))
+    (home / "config.yaml").write_text(yaml.safe_dump({"storage": dsn}))
     try:
         code, out = _run(home, "import", str(dump))
         assert code == 0 and "imported 1 session (2 messages)" in out, out
