@@ -17,7 +17,9 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from memoryport.admin.providers import PROBE_SESSION, probe_health
 from memoryport.config import ConfigWarning, config_path, env_path, load_config, read_env
 from memoryport.config.secrets import holds_secret
 from memoryport.errors import ConfigError, MemoryportError
@@ -255,6 +257,46 @@ def _compare_migrations(applied: list[str]) -> Iterator[Check]:
         yield Check("state.db", "ok", f"schema up to date ({newest})")
 
 
+def _check_reachable(name: str, provider: Any, home: Path) -> Iterator[Check]:
+    """For a provider with a backend (one that has a ``status()`` method): run it once
+    (initialize + one recall, as ``status`` does) and ask ``status()`` whether the backend
+    answers; a fault names the backend. Local providers are not run (doctor writes
+    nothing)."""
+    report = getattr(provider, "status", None)
+    if not callable(report) or not home.is_dir():
+        return
+    try:
+        health = probe_health(provider, home, load_config(home)).get(name, {})
+    except Exception as exc:  # doctor reports, never crashes
+        yield Check("provider", "fail", f"{name!r} could not be run: {exc}",
+                    "see `memoryport status`")
+        return
+    for hook in ("initialize", "prefetch"):
+        error = health.get("hooks", {}).get(hook, {}).get("last_error")
+        if error:
+            yield Check("provider", "fail", f"{name!r} {hook} failed: {error}",
+                        f"check the backend and `memoryport setup {name}`")
+    try:
+        provider.initialize(PROBE_SESSION, home=str(home), platform="cli",
+                            agent_context="subagent")
+        answer = report()
+    except Exception as exc:
+        yield Check("provider", "fail", f"{name!r} status failed: {exc}",
+                    f"check the backend and `memoryport setup {name}`")
+        return
+    finally:
+        with contextlib.suppress(Exception):
+            provider.shutdown()
+    if isinstance(answer, dict) and answer.get("reachable") is False:
+        where = answer.get("url") or "its backend"
+        yield Check("provider", "fail",
+                    f"{name!r} cannot reach {where}: {answer.get('error') or 'no answer'}",
+                    "start the backend or fix its URL/key with "
+                    f"`memoryport setup {name}`")
+    elif isinstance(answer, dict) and answer.get("reachable"):
+        yield Check("provider", "ok", f"{name!r} reaches {answer.get('url') or 'its backend'}")
+
+
 def _check_provider(home: Path) -> Iterator[Check]:
     found = discover(home)
     for problem in found.problems:
@@ -291,6 +333,7 @@ def _check_provider(home: Path) -> Iterator[Check]:
         yield Check("provider", "warn", f"is_available() raised {exc!r}", "report it upstream")
     if available:
         yield Check("provider", "ok", f"{name!r} is available")
+        yield from _check_reachable(name, result.provider, home)
     else:
         yield Check(
             "provider",

@@ -108,7 +108,10 @@ def probe_health(provider: MemoryProvider, home: Path, config: Config) -> dict[s
     """
     deadline = config.memory.prefetch_deadline_s
     manager = MemoryManager(
-        ManagerSettings(prefetch_deadline_s=deadline, init_deadline_s=max(deadline, 1.0))
+        # initialize gets the manager's own deadline: a provider whose SDK takes seconds
+        # to import (mem0 under load) is still probed, not reported as dead
+        ManagerSettings(prefetch_deadline_s=deadline,
+                        init_deadline_s=max(deadline, ManagerSettings().init_deadline_s))
     )
     try:
         manager.add_provider(provider)
