@@ -234,3 +234,23 @@ class TestHindsightConforms(ProviderConformance):
 
     def make_provider(self, home: Path) -> Any:
         return create_hindsight_provider(home)
+
+
+def test_doctor_says_whether_the_server_answers_naming_its_url(tmp_path: Path) -> None:
+    """``status()`` asks ``GET /version`` (answered here from the SDK's own model)."""
+    from hindsight_client_api.models.features_info import FeaturesInfo
+    from hindsight_client_api.models.version_response import VersionResponse
+
+    features = dict.fromkeys(FeaturesInfo.model_fields, False)
+    server = HindsightDouble(KEY)
+    server.route("GET", "/version", lambda _r: VersionResponse.from_dict(  # type: ignore[union-attr]
+        {"api_version": "0.4.0", "features": features}).to_dict())
+    with server:
+        home = tmp_path / "home"
+        write_home(home, "hindsight", {"api_url": server.base_url, **FAST}, {ENV: KEY})
+        up = CliRunner().invoke(main, ["--home", str(home), "doctor"])
+        assert f"'hindsight' reaches {server.base_url}" in up.output, up.output
+    down = CliRunner().invoke(main, ["--home", str(home), "doctor"])
+    assert down.exit_code == 1
+    assert "'hindsight' cannot reach" in down.output and server.base_url in down.output
+    assert KEY not in up.output + down.output and "Traceback" not in down.output

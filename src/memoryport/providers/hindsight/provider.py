@@ -29,7 +29,7 @@ from memoryport.errors import (
     tool_error_json,
 )
 from memoryport.provider import MemoryProvider
-from memoryport.providers.hindsight.client import HindsightClient
+from memoryport.providers.hindsight.client import HindsightClient, plain
 from memoryport.providers.hindsight.outbox import BackendError, Outbox
 from memoryport.providers.hindsight.settings import API_KEY_ENV, CONFIG_SCHEMA, Settings
 from memoryport.types import SessionContext, ToolSchema
@@ -226,6 +226,22 @@ class HindsightProvider(MemoryProvider):
         """Mirror curated adds and replaces."""
         if action in ("add", "replace"):
             self._retain(context, content or "", f"curated {target} memory")
+
+    def status(self) -> dict[str, Any]:
+        """The API URL, pending retains and whether the server answers ``GET /version``
+        (its version, or the fault, naming the URL; never the key)."""
+        outbox = self.outbox
+        data: dict[str, Any] = {"url": self.settings.api_url,
+                                "pending_writes": len(outbox.pending) if outbox else 0}
+        client = self.client
+        if client is None:
+            return {**data, "reachable": False, "error": "not initialized"}
+        try:
+            answer = plain(client.call("version", lambda c: c.aget_version()))
+        except BackendError as exc:
+            return {**data, "reachable": False, "error": str(exc)}
+        version = answer.get("api_version") if isinstance(answer, dict) else None
+        return {**data, "reachable": True, "api_version": version}
 
     def shutdown(self) -> None:
         """One last attempt at pending retains (the rest stays on disk). Idempotent."""
