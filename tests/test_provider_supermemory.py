@@ -247,3 +247,22 @@ class TestSupermemoryConforms(ProviderConformance):
 
     def make_provider(self, home: Path) -> Any:
         return create_supermemory_provider(home)
+
+
+def test_doctor_says_whether_the_api_answers_naming_its_url(tmp_path: Path) -> None:
+    """``status()`` lists one namespace (``GET /ns``, answered here from the SDK's model)."""
+    from supermemory.types.namespace_list import NamespaceList
+
+    server = SupermemoryDouble(KEY)
+    server.route("GET", "/ns", lambda _r: NamespaceList.model_validate({
+        "namespaces": [], "pagination": {"currentPage": 1, "totalItems": 0, "totalPages": 0}},
+    ).dict(by_alias=True))
+    with server:
+        home = tmp_path / "home"
+        write_home(home, "supermemory", {"base_url": server.base_url, **FAST}, {ENV: KEY})
+        up = CliRunner().invoke(main, ["--home", str(home), "doctor"])
+        assert f"'supermemory' reaches {server.base_url}" in up.output, up.output
+    down = CliRunner().invoke(main, ["--home", str(home), "doctor"])
+    assert down.exit_code == 1
+    assert "'supermemory' cannot reach" in down.output and server.base_url in down.output
+    assert KEY not in up.output + down.output and "Traceback" not in down.output

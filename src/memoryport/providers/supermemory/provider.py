@@ -241,6 +241,21 @@ class SupermemoryProvider(MemoryProvider):
         if action in ("add", "replace"):
             self._capture(context, content or "", f"curated-{target}")
 
+    def status(self) -> dict[str, Any]:
+        """The API URL, pending writes and whether the API answers a one-row namespace
+        listing (``GET /ns``; the fault, naming the URL, when not; never the key)."""
+        outbox = self.outbox
+        data: dict[str, Any] = {"url": self.settings.base_url,
+                                "pending_writes": len(outbox.pending) if outbox else 0}
+        client = self.client
+        if client is None:
+            return {**data, "reachable": False, "error": "not initialized"}
+        try:
+            client.call("list namespaces", client.sdk.namespaces.list, limit=1)
+        except BackendError as exc:
+            return {**data, "reachable": False, "error": str(exc)}
+        return {**data, "reachable": True}
+
     def shutdown(self) -> None:
         """One last attempt at pending writes (the rest stays on disk); close. Idempotent."""
         outbox, self.outbox = self.outbox, None
