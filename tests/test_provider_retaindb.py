@@ -269,3 +269,19 @@ class TestRetainDBConforms(ProviderConformance):
 
     def make_provider(self, home: Path) -> Any:
         return create_retaindb_provider(home)
+
+
+def test_doctor_says_whether_the_api_answers_naming_its_url(tmp_path: Path) -> None:
+    """``status()`` reads the user's profile; doctor reports the API up, then stopped."""
+    server = RetainDBDouble(KEY)
+    with server:
+        home = tmp_path / "home"
+        write_home(home, "retaindb", {"base_url": server.base_url, **FAST},
+                   {"RETAINDB_API_KEY": KEY})
+        up = CliRunner().invoke(main, ["--home", str(home), "doctor"])
+        assert f"'retaindb' reaches {server.base_url}" in up.output, up.output
+        assert server.received("GET", r"/v1/memory/profile/.+")
+    down = CliRunner().invoke(main, ["--home", str(home), "doctor"])
+    assert down.exit_code == 1
+    assert "'retaindb' cannot reach" in down.output and server.base_url in down.output
+    assert KEY not in up.output + down.output and "Traceback" not in down.output

@@ -216,6 +216,22 @@ class RetainDBProvider(MemoryProvider):
         if self.outbox is not None:
             self.outbox.flush()
 
+    def status(self) -> dict[str, Any]:
+        """The API URL, project, pending writes and whether the API answers a read of the
+        current user's profile (``GET /v1/memory/profile/{user}``; RetainDB documents no
+        health route); the fault names the URL, never the key."""
+        outbox = self.outbox
+        data: dict[str, Any] = {"url": self.settings.base_url, "project": self.project,
+                                "pending_writes": len(outbox.pending) if outbox else 0}
+        client = self.client
+        if client is None:
+            return {**data, "reachable": False, "error": "not initialized"}
+        try:
+            client.profile(self._scope(None).user_id, self.project)
+        except BackendError as exc:
+            return {**data, "reachable": False, "error": str(exc)}
+        return {**data, "reachable": True}
+
     def shutdown(self) -> None:
         """One last attempt at pending writes (what fails stays on disk for the next run);
         close the client. Idempotent."""
