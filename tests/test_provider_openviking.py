@@ -237,3 +237,18 @@ class TestOpenVikingConforms(ProviderConformance):
 
     def make_provider(self, home: Path) -> Any:
         return create_openviking_provider(home)
+
+
+def test_doctor_says_whether_the_server_answers_naming_its_url(tmp_path: Path) -> None:
+    """``status()`` asks ``GET /health``; doctor reports the double up, then stopped."""
+    server = OpenVikingDouble(KEY)
+    with server:
+        home = tmp_path / "home"
+        write_home(home, "openviking", {"endpoint": server.base_url, **FAST}, {ENV: KEY})
+        up = CliRunner().invoke(main, ["--home", str(home), "doctor"])
+        assert f"'openviking' reaches {server.base_url}" in up.output, up.output
+        assert server.received("GET", "/health")
+    down = CliRunner().invoke(main, ["--home", str(home), "doctor"])
+    assert down.exit_code == 1
+    assert "'openviking' cannot reach" in down.output and server.base_url in down.output
+    assert KEY not in up.output + down.output and "Traceback" not in down.output

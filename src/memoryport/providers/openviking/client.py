@@ -3,7 +3,8 @@
 Every answer is an envelope ``{"status": "ok"|"error", "result", "error": {"code",
 "message"}}``. Calls used: ``POST /search/find``, ``GET /content/abstract|overview|read``
 (the three tiers), ``GET /fs/ls``, ``POST /content/write``, ``POST /resources``,
-``POST /sessions/{id}/messages`` and ``POST /sessions/{id}/commit``. The key, when set,
+``POST /sessions/{id}/messages`` and ``POST /sessions/{id}/commit``; ``GET /health``
+(server root) for ``status()``. The key, when set,
 goes in ``X-API-Key``; the user in ``X-OpenViking-User``. Every failure is one
 :class:`BackendError` naming ``openviking`` and never quoting the key.
 """
@@ -65,6 +66,24 @@ class OpenVikingClient:
         if not isinstance(body, dict) or "result" not in body:
             raise self._error(f"answered {what} with a malformed body", True)
         return body["result"]
+
+    def health(self) -> Any:
+        """``GET /health`` (at the server root, outside ``/api/v1`` and its envelope): the
+        server's ``{"status", "healthy", "version"}``, or :class:`BackendError`."""
+        try:
+            response = self._http.get(f"{self.endpoint}/health")
+            body = response.json()
+        except httpx.TimeoutException:
+            raise self._error("did not answer GET /health in time", True) from None
+        except httpx.HTTPError as exc:
+            raise self._error(f"is unreachable at {self.endpoint} ({type(exc).__name__})",
+                              True) from None
+        except ValueError:
+            body = None
+        if response.status_code >= 400 or not isinstance(body, dict):
+            raise self._error(f"answered GET /health with HTTP {response.status_code}",
+                              response.status_code >= 500, response.status_code)
+        return body
 
     @staticmethod
     def _error(text: str, retryable: bool, status: int = 0) -> BackendError:

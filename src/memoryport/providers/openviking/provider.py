@@ -285,6 +285,24 @@ class OpenVikingProvider(MemoryProvider):
             self._queue(ctx, "/content/write", {"uri": uri, "content": content,
                                                 "mode": "replace"})
 
+    def status(self) -> dict[str, Any]:
+        """The endpoint, pending writes and whether the server answers ``GET /health``
+        (its version, or the fault naming the endpoint; never the key)."""
+        outbox = self.outbox
+        data: dict[str, Any] = {"url": self.settings.endpoint,
+                                "pending_writes": len(outbox.pending) if outbox else 0}
+        client = self.client
+        if client is None:
+            return {**data, "reachable": False, "error": "not initialized"}
+        try:
+            health = client.health()
+        except BackendError as exc:
+            return {**data, "reachable": False, "error": str(exc)}
+        if health.get("healthy") is False:
+            return {**data, "reachable": False,
+                    "error": f"openviking at {self.settings.endpoint} reports itself unhealthy"}
+        return {**data, "reachable": True, "version": health.get("version")}
+
     def shutdown(self) -> None:
         """One last attempt at pending writes (the rest stays on disk); close. Idempotent."""
         outbox, self.outbox = self.outbox, None
