@@ -241,3 +241,20 @@ class TestByteRoverConforms(ProviderConformance):
 
     def make_provider(self, home: Path) -> Any:
         return create_byterover_provider(home)
+
+
+def test_doctor_says_whether_brv_answers_naming_the_executable(tmp_path: Path,
+                                                                control: Path) -> None:
+    """``status()`` runs ``brv status``; doctor reports it answering, then failing the way
+    the real CLI does when the ByteRover servers are unreachable (the stand-in's ``down``)."""
+    home = tmp_path / "home"
+    write_home(home, "byterover", FAST, {"BRV_API_KEY": "brv-doctor-secret"})
+    up = CliRunner().invoke(main, ["--home", str(home), "doctor"])
+    assert f"'byterover' reaches {STAND_IN}" in up.output, up.output
+    assert _calls(control, "status")
+    (control / "fault").write_text("down")
+    down = CliRunner().invoke(main, ["--home", str(home), "doctor"])
+    assert down.exit_code == 1
+    assert "'byterover' cannot reach" in down.output and str(STAND_IN) in down.output
+    assert "Unable to connect to ByteRover servers" in down.output
+    assert "brv-doctor-secret" not in up.output + down.output and "Traceback" not in down.output

@@ -216,6 +216,23 @@ class ByteRoverProvider(MemoryProvider):
         if action in ("add", "replace"):
             self._curate(context, content or "")
 
+    def status(self) -> dict[str, Any]:
+        """The ``brv`` executable (``url``: ByteRover has no server URL of its own), the
+        project directory, pending curates and whether ``brv status`` answers within
+        ``timeout_s`` (the tree's state, or the fault; never the cloud key)."""
+        outbox, cli = self.outbox, self.cli
+        where = (cli.resolve() if cli else None) or self.settings.brv_path
+        data: dict[str, Any] = {"url": where, "project": str(self.project()),
+                                "pending_writes": len(outbox.pending) if outbox else 0}
+        if cli is None:
+            return {**data, "reachable": False, "error": "not initialized"}
+        try:
+            answer = cli.run(self.project(), ["status"], timeout_s=self.settings.timeout_s)
+        except BackendError as exc:
+            return {**data, "reachable": False, "error": f"{exc} (ran {where})"}
+        return {**data, "reachable": True, "cli_version": answer.get("cliVersion"),
+                "context_tree": answer.get("contextTreeStatus")}
+
     def shutdown(self) -> None:
         """One last attempt at pending curates (the rest stays on disk). Idempotent."""
         outbox, self.outbox = self.outbox, None
