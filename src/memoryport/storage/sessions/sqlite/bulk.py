@@ -37,6 +37,7 @@ __all__ = [
     "export_sessions",
     "fetch_windows",
     "import_entries",
+    "index_messages",
     "prune_empty",
     "rebuild_indexes",
 ]
@@ -86,6 +87,32 @@ def export_sessions(
     return writer.lines
 
 
+_INDEX_WORDS = (
+    "INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)"
+    " SELECT id, content, tool_name, tool_calls FROM messages WHERE {}"
+)
+_INDEX_TRIGRAM = (
+    "INSERT INTO messages_trigram(rowid, content)"
+    " SELECT id, content FROM messages WHERE cjk = 1 AND {}"
+)
+
+
+def index_messages(conn: sqlite3.Connection, ids: Sequence[int], *, cjk: bool = True) -> None:
+    """Add just-inserted messages ``ids`` to the word index (and, with ``cjk``, those
+    flagged CJK to the trigram index), inside the writer's transaction. No trigger does
+    this since migration m008: every writer of ``messages`` calls it."""
+    if not ids:
+        return
+    params: tuple[object, ...]
+    if list(ids) == list(range(ids[0], ids[0] + len(ids))):
+        where, params = "id BETWEEN ? AND ?", (ids[0], ids[-1])
+    else:
+        where, params = "id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),)
+    conn.execute(_INDEX_WORDS.format(where), params)
+    if cjk:
+        conn.execute(_INDEX_TRIGRAM.format(where), params)
+
+
 def import_entries(
     conn: sqlite3.Connection,
     entries: list[tuple[SessionRecord, list[MessageRecord]]],
@@ -112,12 +139,17 @@ def import_entries(
             conn.execute("DELETE FROM sessions WHERE id = ?", (session.id,))
         conn.execute(INSERT_SESSION, session_values(session))
         events: list[EventRow] = []  # written once per session, in the same transaction
+        ids: list[int] = []
+        cjk = 0
         for m in items:
             taken = conn.execute("SELECT 1 FROM messages WHERE id = ?", (m.id,)).fetchone()
             values = message_values(session.id, m, m.timestamp)
-            cjk = int(has_cjk(m.content))
-            cursor = conn.execute(insert_message, (None if taken else m.id, *values, cjk))
-            events.extend(event_rows(int(cursor.lastrowid or 0), m.content, m.timestamp))
+            flag = int(has_cjk(m.content))
+            cursor = conn.execute(insert_message, (None if taken else m.id, *values, flag))
+            ids.append(int(cursor.lastrowid or 0))
+            cjk |= flag
+            events.extend(event_rows(ids[-1], m.content, m.timestamp))
+        index_messages(conn, ids, cjk=bool(cjk))
         if events:
             conn.executemany("INSERT INTO message_events VALUES (?, ?, ?, ?, ?)", events)
         imported += 1

@@ -17,6 +17,9 @@ Schema notes:
   queries (which the word tokenizer cannot split) without tripling the database size;
   latin substring needs are served by prefix queries on the word index.
 * UPDATE triggers fire only ``AFTER UPDATE OF content, tool_name, tool_calls``.
+* Since m008 no trigger indexes an inserted message: every writer calls
+  :func:`memoryport.storage.sessions.sqlite.bulk.index_messages` in the same
+  transaction (the update and delete triggers keep the indexes in step after that).
 """
 
 from __future__ import annotations
@@ -258,6 +261,21 @@ def m007_message_events(conn: Transaction) -> None:
     if batch:
         conn.executemany(insert, batch)
 
+
+
+@_migration
+def m008_index_in_writer(conn: Transaction) -> None:
+    """The writers index new messages themselves, one ``INSERT ... SELECT`` per batch
+    (:func:`memoryport.storage.sessions.sqlite.bulk.index_messages`), instead of an
+    insert trigger per row: a per-row trigger program cost about as much as inserting
+    the row (7 of 13 us per message in a batched append). The update and delete
+    triggers stay.
+    """
+    conn.executescript("""
+    DROP TRIGGER messages_fts_ai;
+    DROP TRIGGER messages_trigram_ai;
+    DELETE FROM meta WHERE key = 'fts_bulk_insert';
+    """)
 
 class _Ledger(SQLiteLedger):
     """The session store's ledger, ``_migrations``; its steps take a :class:`Transaction`."""

@@ -51,6 +51,7 @@ from memoryport.storage.sessions.sqlite.bulk import (
     export_sessions,
     fetch_windows,
     import_entries,
+    index_messages,
     prune_empty,
     rebuild_indexes,
 )
@@ -73,15 +74,6 @@ T = TypeVar("T")
 _WAL_WARNED: set[str] = set()
 _NOT_UTF8 = "a value is not valid Unicode text (it holds a lone surrogate); fix the caller"
 _WRITE_TRIES = 15
-# Batched appends index the word FTS in one statement (see migrations.m005_bulk_fts_insert).
-_BULK_ON = "INSERT INTO meta(key, value) VALUES ('fts_bulk_insert', '1')"
-_BULK_OFF = "DELETE FROM meta WHERE key = 'fts_bulk_insert'"
-_BULK_INDEX = (
-    "INSERT INTO messages_fts(rowid, content, tool_name, tool_calls)"
-    " SELECT id, content, tool_name, tool_calls FROM messages WHERE id > ? AND id <= ?"
-)
-
-
 _INSERT_EVENT = "INSERT INTO message_events VALUES (?, ?, ?, ?, ?)"
 
 
@@ -334,14 +326,12 @@ class SQLiteSessionStore(SessionStore):
             )
             if len(rows) == 1:
                 ids = [int(conn.execute(sql, rows[0]).lastrowid or 0)]
-            else:
+            else:  # AUTOINCREMENT under the write lock: the batch takes the next ids
                 first = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'")
                 start = (first.fetchone() or (0,))[0]
-                conn.execute(_BULK_ON)  # the word-index trigger skips the batch ...
                 conn.executemany(sql, rows)
-                conn.execute(_BULK_INDEX, (start, start + len(rows)))  # ... indexed here at once
-                conn.execute(_BULK_OFF)
                 ids = list(range(start + 1, start + 1 + len(rows)))
+            index_messages(conn, ids, cjk=any(r[-1] for r in rows))  # no insert trigger (m008)
             events = [e for i, r in zip(ids, rows, strict=True) for e in event_rows(i, r[2], r[3])]
             if events:
                 conn.executemany(_INSERT_EVENT, events)
