@@ -19,7 +19,7 @@ from doubles.honcho_server import HonchoDouble
 from memoryport import open as open_memory
 from memoryport.cli import main
 from memoryport.manager import ManagerSettings
-from memoryport.providers.honcho.outbox import Outbox
+from memoryport.storage.outbox import Outbox
 
 SECRET = "hch-key-must-not-leak-9876"
 

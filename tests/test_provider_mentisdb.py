@@ -20,7 +20,7 @@ from memoryport import open as open_memory
 from memoryport.cli import main
 from memoryport.manager import ManagerSettings
 from memoryport.providers.mentisdb import MentisDBProvider, create_mentisdb_provider
-from memoryport.providers.mentisdb.outbox import Outbox
+from memoryport.storage.outbox import Outbox
 from memoryport.testing import ProviderConformance
 
 SECRET = "sk-mentis-never-shown-4242"

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from memoryport.providers.byterover.outbox import BackendError
+from memoryport.storage.jsonl_outbox import BackendError
 
 __all__ = ["BrvCli"]
 

@@ -28,8 +28,8 @@ from memoryport.errors import (
 )
 from memoryport.provider import MemoryProvider
 from memoryport.providers.byterover.cli import BrvCli
-from memoryport.providers.byterover.outbox import BackendError, Outbox
 from memoryport.providers.byterover.settings import API_KEY_ENV, CONFIG_SCHEMA, Settings
+from memoryport.storage.jsonl_outbox import BackendError, Outbox
 from memoryport.types import Message, SessionContext, ToolSchema
 
 __all__ = ["SCHEMAS", "ByteRoverProvider"]

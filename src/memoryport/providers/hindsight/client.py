@@ -18,7 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from memoryport.providers.hindsight.outbox import BackendError
+from memoryport.storage.jsonl_outbox import BackendError
 
 __all__ = ["HindsightClient", "plain"]
 

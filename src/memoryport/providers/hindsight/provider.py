@@ -30,8 +30,8 @@ from memoryport.errors import (
 )
 from memoryport.provider import MemoryProvider
 from memoryport.providers.hindsight.client import HindsightClient, plain
-from memoryport.providers.hindsight.outbox import BackendError, Outbox
 from memoryport.providers.hindsight.settings import API_KEY_ENV, CONFIG_SCHEMA, Settings
+from memoryport.storage.jsonl_outbox import BackendError, Outbox
 from memoryport.types import SessionContext, ToolSchema
 
 __all__ = ["SCHEMAS", "HindsightProvider"]

@@ -35,7 +35,6 @@ from memoryport.errors import (
 from memoryport.provider import MemoryProvider
 from memoryport.providers.honcho.client import BaseContext, Link, Links
 from memoryport.providers.honcho.config import HonchoConfig
-from memoryport.providers.honcho.outbox import Outbox
 from memoryport.providers.honcho.schema import CONFIG_SCHEMA, save_host_values
 from memoryport.providers.honcho.text import (
     AUDIT_PROMPT,
@@ -50,6 +49,7 @@ from memoryport.providers.honcho.text import (
     truncate_to_budget,
 )
 from memoryport.providers.honcho.tools import SCHEMAS, Scope, run_tool
+from memoryport.storage.outbox import Outbox
 from memoryport.types import Message, SessionContext, ToolSchema
 
 __all__ = ["OUTBOX_NAME", "REQUEST_TIMEOUT_S", "HonchoProvider"]

@@ -21,8 +21,8 @@ from memoryport.config.schema import ConfigField
 from memoryport.errors import ConfigError, ProviderError, tool_error, tool_error_json
 from memoryport.provider import MemoryProvider
 from memoryport.providers.mem0.backend import Backend, open_backend
-from memoryport.providers.mem0.outbox import Outbox
 from memoryport.providers.mem0.settings import CONFIG_SCHEMA, Settings
+from memoryport.storage.outbox import Outbox
 from memoryport.types import SessionContext, ToolSchema
 
 __all__ = ["CONCLUDE_SCHEMA", "OUTBOX_NAME", "PROFILE_SCHEMA", "SEARCH_SCHEMA", "Mem0Provider"]

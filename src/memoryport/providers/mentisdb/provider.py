@@ -26,8 +26,8 @@ from memoryport.config.schema import ConfigField
 from memoryport.errors import MemoryportError, ProviderError, tool_error, tool_error_json
 from memoryport.provider import MemoryProvider
 from memoryport.providers.mentisdb.client import MentisClient
-from memoryport.providers.mentisdb.outbox import Outbox
 from memoryport.providers.mentisdb.settings import CONFIG_SCHEMA, THOUGHT_TYPES, Settings
+from memoryport.storage.outbox import Outbox
 from memoryport.types import Message, SessionContext, ToolSchema
 
 __all__ = ["OUTBOX_NAME", "RECALL_SCHEMA", "STORE_SCHEMA", "MentisDBProvider"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from memoryport.providers.openviking.outbox import BackendError
+from memoryport.storage.jsonl_outbox import BackendError
 
 __all__ = ["OpenVikingClient"]
 

@@ -32,8 +32,8 @@ from memoryport.errors import (
 )
 from memoryport.provider import MemoryProvider
 from memoryport.providers.openviking.client import OpenVikingClient
-from memoryport.providers.openviking.outbox import BackendError, Outbox
 from memoryport.providers.openviking.settings import API_KEY_ENV, CONFIG_SCHEMA, Settings
+from memoryport.storage.jsonl_outbox import BackendError, Outbox
 from memoryport.types import Message, SessionContext, ToolSchema
 
 __all__ = ["SCHEMAS", "OpenVikingProvider"]

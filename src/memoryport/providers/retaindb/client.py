@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import httpx
 
-from memoryport.providers.retaindb.outbox import BackendError
+from memoryport.storage.jsonl_outbox import BackendError
 
 __all__ = ["RetainDBClient", "redact"]
 

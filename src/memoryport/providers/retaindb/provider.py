@@ -24,9 +24,9 @@ from memoryport.config.schema import ConfigField
 from memoryport.errors import ConfigError, MemoryportError, tool_error, tool_error_json
 from memoryport.provider import MemoryProvider
 from memoryport.providers.retaindb.client import RetainDBClient
-from memoryport.providers.retaindb.outbox import BackendError, Outbox
 from memoryport.providers.retaindb.settings import API_KEY_ENV, CONFIG_SCHEMA, Settings
 from memoryport.providers.retaindb.tools import SCHEMAS, TOOLS, Scope, run_tool
+from memoryport.storage.jsonl_outbox import BackendError, Outbox
 from memoryport.types import SessionContext, ToolSchema
 
 __all__ = ["RetainDBProvider"]

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from memoryport.providers.supermemory.outbox import BackendError
+from memoryport.storage.jsonl_outbox import BackendError
 
 __all__ = ["SupermemoryClient", "plain"]
 

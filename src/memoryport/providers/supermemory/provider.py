@@ -24,9 +24,9 @@ from memoryport.errors import ConfigError, MemoryportError, tool_error, tool_err
 from memoryport.fence import scrub_text
 from memoryport.provider import MemoryProvider
 from memoryport.providers.supermemory.client import SupermemoryClient
-from memoryport.providers.supermemory.outbox import BackendError, Outbox
 from memoryport.providers.supermemory.settings import API_KEY_ENV, CONFIG_SCHEMA, Settings
 from memoryport.providers.supermemory.tools import TOOLS, ToolScope, run_tool, schemas
+from memoryport.storage.jsonl_outbox import BackendError, Outbox
 from memoryport.types import Message, SessionContext, ToolSchema
 
 __all__ = ["SupermemoryProvider", "strip_recalled"]

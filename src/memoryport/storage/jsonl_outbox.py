@@ -1,4 +1,6 @@
-"""A durable, ordered write queue with retry and backoff (no thread of its own).
+"""A durable, ordered write queue in JSONL that sends on every put, with retry and backoff
+(no thread of its own; used by the hindsight, supermemory, openviking, retaindb and
+byterover providers; ``outbox`` is the SQLite variant flushed by the provider).
 
 Writes (turns, mirrored memory writes) are appended to ``outbox.jsonl`` under the
 provider's directory in the home before they are sent, and removed only once the backend

@@ -1,4 +1,6 @@
-"""A durable, ordered outbox of writes for a remote backend, retried with backoff.
+"""A durable, ordered outbox of writes for a remote backend in SQLite, retried with backoff
+(used by the honcho, mem0 and mentisdb providers; ``jsonl_outbox`` is the variant that
+sends on every put).
 
 Writes are recorded in SQLite under the home before any attempt to send them, so a write
 survives a backend outage, a crash and a restart of the agent. ``flush`` sends them oldest
