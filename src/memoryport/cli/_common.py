@@ -9,6 +9,7 @@ choices as ``MEMORYPORT_HOME`` / ``MEMORYPORT_PROFILE`` so code that calls
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -286,3 +287,28 @@ def iter_commands(group: click.Group, prefix: str = "memoryport") -> Iterator[st
         yield path
         if isinstance(command, click.Group):
             yield from iter_commands(command, path)
+
+
+def audited(kind: str, action: str, *, target: str = "") -> Callable[[F], F]:
+    """Record a successful run of the decorated command in the home's audit log (shell
+    ``cli``; ``target``: the name of the keyword argument that says what was read or
+    written). Put it closest to the function, under the click decorators. Nothing is
+    recorded for a home that does not exist (reading creates nothing) or when the command
+    fails; auditing never fails a command."""
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            result = func(*args, **kwargs)
+            from memoryport.admin import audit  # the audit log is the API layer's
+
+            home = get_home(None, kwargs.get("home"))
+            if home.is_dir():
+                audit.record(home, "cli", kind, action,
+                             target=str(kwargs.get(target) or "") if target else "",
+                             user_id=str(kwargs.get("user_id") or ""))
+            return result
+
+        return cast(F, run)
+
+    return decorate

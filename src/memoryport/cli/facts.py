@@ -14,7 +14,7 @@ import click
 
 from memoryport.admin import facts as admin_facts
 from memoryport.admin.facts import Fact, FactStore
-from memoryport.cli._common import Column, echo_json, get_home, home_option, print_table
+from memoryport.cli._common import Column, audited, echo_json, get_home, home_option, print_table
 from memoryport.display import printable
 from memoryport.errors import MemoryportError
 
@@ -67,6 +67,7 @@ def facts_group() -> None:
 @click.option("--retired", "include_retired", is_flag=True,
               help="Also retired (superseded or removed) facts.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@audited("read", "facts list")
 def list_command(home: Path | None, user_id: str, limit: int, include_retired: bool,
                  as_json: bool) -> None:
     """Facts newest first, also those hidden from recall by low trust."""
@@ -86,6 +87,7 @@ def list_command(home: Path | None, user_id: str, limit: int, include_retired: b
 @click.option("--as-of", "as_of", default=None, metavar="DATE",
               help="What was believed then (2024-03-01 or an ISO date-time).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@audited("read", "facts search", target="query")
 def search_command(home: Path | None, user_id: str, query: str, limit: int,
                    as_of: str | None, as_json: bool) -> None:
     """Live facts ranked for QUERY, as recall sees them (or as of a date)."""
@@ -105,6 +107,7 @@ def search_command(home: Path | None, user_id: str, query: str, limit: int,
 @_options
 @click.argument("fact_id", type=click.IntRange(1, _MAX_ID))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@audited("read", "facts show", target="fact_id")
 def show_command(home: Path | None, user_id: str, fact_id: int, as_json: bool) -> None:
     """One fact with its entities, provenance, history and contradictions."""
     with _open(home, user_id) as store:
@@ -133,6 +136,7 @@ def show_command(home: Path | None, user_id: str, fact_id: int, as_json: bool) -
 @_options
 @click.argument("fact_id", type=click.IntRange(1, _MAX_ID))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@audited("read", "facts why", target="fact_id")
 def why_command(home: Path | None, user_id: str, fact_id: int, as_json: bool) -> None:
     """Where a fact came from: session, message, source, when, and the source text."""
     with _open(home, user_id) as store:
@@ -159,6 +163,7 @@ def why_command(home: Path | None, user_id: str, fact_id: int, as_json: bool) ->
 @_options
 @click.argument("fact_id", type=click.IntRange(1, _MAX_ID))
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@audited("write", "facts forget", target="fact_id")
 def forget_command(home: Path | None, user_id: str, fact_id: int, yes: bool) -> None:
     """Delete a fact for good (its entities and history content too)."""
     if not yes and not click.confirm(f"Permanently delete fact #{fact_id}?", default=False):

@@ -20,7 +20,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from memoryport.admin.curated import call_memory_tool, target_info, target_paths
-from memoryport.cli._common import get_home, is_terminal, make_console, plural
+from memoryport.cli._common import audited, get_home, is_terminal, make_console, plural
 from memoryport.cli.memory_common import TARGETS, open_store, store_options
 from memoryport.cli.memory_edit import edit_command
 from memoryport.cli.memory_history import diff_command, history_command, restore_command
@@ -134,6 +134,7 @@ def memory_group() -> None:
 @click.option("--target", type=_TARGETS, default=None, help="Only this target [default: both].")
 @_json_flag
 @store_options
+@audited("read", "memory list", target="target")
 def list_command(home: Path | None, user_id: str, target: str | None, as_json: bool) -> None:
     """Show the live entries and budget usage.
 

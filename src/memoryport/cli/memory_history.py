@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from memoryport.admin.curated import history_rows, restore_revision, revision_diff
-from memoryport.cli._common import get_home
+from memoryport.cli._common import audited, get_home
 from memoryport.cli.memory_common import TARGETS, open_store, store_options
 from memoryport.display import printable
 from memoryport.errors import MemoryportError
@@ -58,6 +58,7 @@ def _print_row(row: dict[str, Any]) -> None:
 @click.option("--all", "show_all", is_flag=True, help="Show every kept revision.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @store_options
+@audited("read", "memory history", target="target")
 def history_command(
     home: Path | None,
     user_id: str,
@@ -99,6 +100,7 @@ def history_command(
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @store_options
+@audited("read", "memory diff", target="rev")
 def diff_command(home: Path | None, user_id: str, rev: str, target: str, as_json: bool) -> None:
     """Show what revision REV (e.g. memory:12) changed, as a unified diff of the file.
 

@@ -22,7 +22,7 @@ from memoryport.admin.sessions import (
     message_text,
     readable_snippet,
 )
-from memoryport.cli._common import Column, echo_json, plural, print_table
+from memoryport.cli._common import Column, audited, echo_json, plural, print_table
 from memoryport.cli.sessions_common import (
     open_store,
     require_session,
@@ -81,6 +81,7 @@ def sessions_group() -> None:
 @click.option("--all", "show_all", is_flag=True, help="Every session (no --limit).")
 @_source_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@audited("read", "sessions list")
 def list_command(
     home: Path | None,
     user_id: str,
@@ -131,6 +132,7 @@ def list_command(
 @click.option("--role", "roles", multiple=True, help="Only these roles (repeatable).")
 @_source_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@audited("read", "sessions search", target="query")
 def search_command(
     home: Path | None,
     user_id: str,
@@ -189,6 +191,7 @@ def search_command(
 @session_options
 @click.argument("session_id")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@audited("read", "sessions show", target="session_id")
 def show_command(home: Path | None, user_id: str, session_id: str, as_json: bool) -> None:
     """One session's metadata and messages (tool calls shown as ``name(args)``)."""
     with open_store(home, user_id) as store:
@@ -245,6 +248,7 @@ def _forget_target(message_id: int | None, session_id: str | None, user: str | N
     help="Delete every session of a user.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@audited("write", "sessions forget", target="session_id")
 def forget_command(
     home: Path | None,
     user_id: str,

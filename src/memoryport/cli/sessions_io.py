@@ -16,7 +16,7 @@ from typing import IO, cast
 import click
 
 from memoryport.admin.sessions import OnConflict, export, rebuild_and_verify
-from memoryport.cli._common import echo_json, plural
+from memoryport.cli._common import audited, echo_json, plural
 from memoryport.cli.sessions_common import (
     DURATION,
     open_store,
@@ -69,6 +69,7 @@ def _output(path: Path) -> Iterator[IO[str]]:
     default="-",
     help="File to write (created 0600; replaced only when the export succeeds) [default: stdout].",
 )
+@audited("read", "sessions export")
 def export_command(
     home: Path | None, user_id: str, session_ids: tuple[str, ...], output: Path
 ) -> None:

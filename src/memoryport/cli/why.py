@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from memoryport.admin.why import why
-from memoryport.cli._common import echo_json, get_home, home_option
+from memoryport.cli._common import audited, echo_json, get_home, home_option
 from memoryport.display import printable
 from memoryport.errors import MemoryportError
 
@@ -44,6 +44,7 @@ def _print_turn(turn: dict[str, Any] | None) -> None:
               help="Look in this user's memory (default: the no-user scope).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @home_option
+@audited("read", "why", target="ref")
 def why_command(ref: str, user_id: str, as_json: bool, home: Path | None) -> None:
     """Where a memory came from: REF is a curated revision (memory:12, user:3) or a fact
     (fact:7, #7)."""
