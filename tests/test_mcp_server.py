@@ -72,6 +72,10 @@ def test_memory_tool_writes_and_resources_read_it(server: MemoryServer, tmp_path
     assert added.structured_content["success"] is True
     assert "User writes Rust" in user_md.contents[0].text
     assert entries(tmp_path, "user") == ["User writes Rust"]
+    from memoryport.admin.audit import audit_log  # issue 18: the resource read is audited
+
+    reads = [(e.shell, e.kind, e.target) for e in audit_log(tmp_path).events(kind="read")]
+    assert ("mcp", "read", "memory://USER.md") in reads
 
 
 def test_remember_turn_recall_and_session_resource(server: MemoryServer) -> None:

@@ -31,6 +31,7 @@ from mcp_types import CallToolResult
 from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST
 
 import memoryport
+from memoryport.admin import audit
 from memoryport.admin.curated import open_curated
 from memoryport.api import Memory
 from memoryport.errors import SessionNotFound
@@ -184,6 +185,8 @@ state.memory.call_tool, name, arguments, source="mcp")
 
 def _curated_text(home: Path, user_id: str, target: str) -> str:
     path = open_curated(home, user_id).path(target)
+    audit.record(home, "mcp", "read", f"resource {path.name}", target=f"memory://{path.name}",
+                 user_id=user_id)
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -191,6 +194,9 @@ def _curated_text(home: Path, user_id: str, target: str) -> str:
 
 
 def _session_json(memory: Memory, session_id: str) -> str:
+    audit.record(memory.home, "mcp", "read", "resource session",
+                 target=f"memory://sessions/{session_id}", session_id=session_id,
+                 user_id=memory.context.user_id)
     try:
         record = memory.sessions.get_session(session_id)
         messages = memory.session_messages(session_id)
