@@ -242,3 +242,19 @@ def test_mark_applied_rules() -> None:
     chain = [rev(1, "", "a"), rev(2, "a", "ab"), rev(3, "a", "ac")]
     assert [r.applied for r in mark_applied(chain, "ac")] == [True, False, True]
     assert [r.applied for r in mark_applied(chain, "a")] == [True, False, False]
+
+
+def test_latest_rev_reads_the_tail_and_skips_a_torn_line(tmp_path: Path) -> None:
+    """The audit log asks for the revision each write made; ``latest_rev`` answers from
+    the log's tail (the cost does not grow with the history) and agrees with the full
+    read, past a 64 KiB block and with a torn last line."""
+    store = CuratedMemory(tmp_path, memory_char_limit=100_000)
+    assert store.latest_rev("memory") is None
+    for n in range(120):
+        store.add("memory", f"entry {n} " + "x" * 600)
+    log = store.history_path("memory")
+    assert log.stat().st_size > 65536
+    assert store.latest_rev("memory") == store.history("memory")[-1].rev == 120
+    with log.open("ab") as handle:
+        handle.write(b'{"rev": 121, "at": "torn')
+    assert store.latest_rev("memory") == 120

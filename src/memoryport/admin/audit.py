@@ -106,10 +106,10 @@ def is_read_call(name: str, args: Any) -> bool:
 def _latest_revision(curated: Any, target: str) -> str:
     store = getattr(curated, "store", None)
     try:
-        revisions = store.history(target) if store is not None else []
+        number = store.latest_rev(target) if store is not None else None
     except (MemoryportError, OSError, ValueError):
         return ""
-    return f"{target}:{revisions[-1].rev}" if revisions else ""
+    return f"{target}:{number}" if number is not None else ""
 
 
 def _targets(args: Any) -> list[str]:

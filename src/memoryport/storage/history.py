@@ -181,6 +181,28 @@ class HistoryLog:
             raise MemoryStoreError(f"Cannot read the history {self.path}: {exc}") from exc
         return list(_parse_lines(data.split(b"\n")[:-1]))
 
+    def latest_rev(self) -> int | None:
+        """The number of the last complete revision, read from the log's tail only (cheap
+        whatever the log's size); None without a log."""
+        try:
+            with self.path.open("rb") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                pos, buf = size, b""
+                while pos > 0:
+                    step = min(_TAIL_BLOCK, pos)
+                    pos -= step
+                    handle.seek(pos)
+                    buf = handle.read(step) + buf
+                    for line in reversed(buf.split(b"\n")[1 if pos else 0:]):
+                        found = next(iter(_parse_lines([line])), None) if line else None
+                        if found is not None:
+                            return found.rev
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise MemoryStoreError(f"Cannot read the history {self.path}: {exc}") from exc
+        return None
+
     def get(self, rev: int) -> Revision:
         """Revision ``rev``; ``MemoryStoreError`` naming the range kept when it is unknown."""
         revisions = self.revisions()

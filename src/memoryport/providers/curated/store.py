@@ -413,6 +413,11 @@ class CuratedMemory:
         self.spec(target)
         return mark_applied(self._logs[target].revisions(), self._files[target].read_raw())
 
+    def latest_rev(self, target: str) -> int | None:
+        """The number of ``target``'s last revision (read from the log's tail), or None."""
+        self.spec(target)
+        return self._logs[target].latest_rev()
+
     def revision(self, target: str, rev: int) -> Revision:
         """Revision ``rev`` of ``target``; ``MemoryStoreError`` when it is not kept."""
         self.spec(target)
