@@ -9,6 +9,10 @@ messages, and one trivial in-process external provider.
 ``--holographic`` replaces the trivial provider with the bundled ``holographic`` one
 (every turn stored and fact-extracted, recall injected), to measure what it adds.
 
+``--model-ms N`` waits N ms between ``api_user_message`` and ``end_turn`` (the model
+call, not timed), so background work (provider syncs) runs where it runs in an agent;
+with 0 (the default) each turn also pays for the previous turn's background work.
+
 Run: .venv/bin/python benchmarks/bench_turn.py [--turns N] [--preload N] [--holographic]
 Goal: p50 under 5 ms.
 """
@@ -81,7 +85,8 @@ def seed_curated(memory: Memory) -> None:
         memory.call_tool("memory", {"action": "add", "target": target, "content": text})
 
 
-def run(turns: int, messages: int, holographic: bool = False) -> dict[str, Any]:
+def run(turns: int, messages: int, holographic: bool = False,
+        model_ms: float = 0.0) -> dict[str, Any]:
     """Measure ``turns`` turns; return the JSON-ready result."""
     from memoryport.providers.holographic import HolographicProvider
 
@@ -101,8 +106,12 @@ def run(turns: int, messages: int, holographic: bool = False) -> dict[str, Any]:
             started = time.perf_counter()
             turn = memory.begin_turn(f"What did we decide about the sqlite schema ({index})?")
             turn.api_user_message()
+            spent = time.perf_counter() - started
+            if model_ms:
+                time.sleep(model_ms / 1000)  # the model call: not timed
+            resumed = time.perf_counter()
             memory.end_turn(turn, f"We decided to keep FTS5 triggers ({index}).")
-            samples.append(time.perf_counter() - started)
+            samples.append(spent + time.perf_counter() - resumed)
         memory.flush(30)
         # CPU of the whole process (every thread, background sync included) per turn:
         # steadier than wall time on a shared machine.
@@ -111,7 +120,8 @@ def run(turns: int, messages: int, holographic: bool = False) -> dict[str, Any]:
     stats = summary_us(samples)
     result: dict[str, Any] = {"turns": turns, "preloaded_messages": messages,
                               "goal_p50_ms": GOAL_P50_MS,
-                              "provider": "holographic" if holographic else "localfacts"}
+                              "provider": "holographic" if holographic else "localfacts",
+                              "model_ms": model_ms}
     for key in ("p50", "p95", "p99", "mean"):
         result[f"{key}_ms"] = round(stats[f"{key}_us"] / 1000, 3)
     result["cpu_per_turn_ms"] = round(cpu_per_turn_ms, 3)
@@ -125,9 +135,12 @@ def main() -> None:
     parser.add_argument("--preload", type=int, default=10_000)
     parser.add_argument("--holographic", action="store_true",
                         help="use the bundled holographic provider instead of the trivial one")
+    parser.add_argument("--model-ms", type=float, default=0.0,
+                        help="untimed wait standing for the model call in each turn")
     args = parser.parse_args()
-    result = run(args.turns, args.preload, args.holographic)
-    row = {k: result[k] for k in ("provider", "turns", "preloaded_messages", "p50_ms", "p95_ms",
+    result = run(args.turns, args.preload, args.holographic, args.model_ms)
+    row = {k: result[k] for k in ("provider", "model_ms", "turns", "preloaded_messages",
+                                  "p50_ms", "p95_ms",
                                   "p99_ms",
                                   "mean_ms", "cpu_per_turn_ms")}
     row["goal_p50_ms"] = f"< {GOAL_P50_MS}"
