@@ -83,3 +83,23 @@ def test_why_for_an_unknown_id_is_a_clear_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["why", "memory:99", "--home", str(tmp_path)])
     assert result.exit_code == 1
     assert "memory:99" in result.output or "99" in result.output
+
+
+def test_why_is_scoped_to_the_user(tmp_path: Path) -> None:
+    """Issue 13: provenance is per user — another user's USER.md revisions and facts are
+    not found (and so not shown) in this user's scope."""
+    memory = memoryport.open(home=tmp_path, user_id="alice")
+    memory.start_session(source="cli")
+    turn = memory.begin_turn("I live in Lisbon.")
+    turn.handle_tool_call("memory", {"action": "add", "target": "user",
+                                     "content": "Alice lives in Lisbon."},
+                          tool_call_id="call_alice")
+    memory.end_turn(turn, "Noted.")
+    memory.flush(10)
+    memory.close()
+    assert why(tmp_path, "user:1", user_id="alice")["tool_call_id"] == "call_alice"
+    assert why(tmp_path, "fact:1", user_id="alice")["kind"] == "fact"
+    with pytest.raises(MemoryportError):
+        why(tmp_path, "user:1", user_id="bob")
+    with pytest.raises(MemoryportError):
+        why(tmp_path, "fact:1", user_id="bob")
