@@ -23,6 +23,7 @@ from typing import Any
 
 from memoryport.errors import StoreError
 from memoryport.storage.sessions.sqlite.connect import create_private_file
+from memoryport.storage.sqlite_wal import enable_wal
 from memoryport.types import valid_text
 
 __all__ = [
@@ -112,7 +113,7 @@ class AuditLog:
             create_private_file(self.path)  # memory excerpts live here: 0600 like state.db
             conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout,
                                    check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
+            enable_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:

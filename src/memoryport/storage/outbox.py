@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memoryport.storage.sqlite_wal import enable_wal
+
 __all__ = ["Outbox"]
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS outbox (id INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -33,7 +35,10 @@ class Outbox:
             path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path) if path else ":memory:", check_same_thread=False,
                                    isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL" if path else "PRAGMA journal_mode=MEMORY")
+        if path:
+            enable_wal(self._db)
+        else:
+            self._db.execute("PRAGMA journal_mode=MEMORY")
         self._db.execute(_SCHEMA)
         self._lock = threading.Lock()
         self._flushing = threading.Lock()

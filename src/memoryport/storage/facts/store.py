@@ -35,6 +35,7 @@ from memoryport.storage.facts.records import (
 from memoryport.storage.facts.text import content_hash
 from memoryport.storage.facts.triples import Triple
 from memoryport.storage.sessions.sqlite.connect import create_private_file
+from memoryport.storage.sqlite_wal import enable_wal
 
 __all__ = ["MAX_FACT_CHARS", "AddResult", "FactStore"]
 
@@ -106,7 +107,7 @@ class FactStore:
                 str(self.path), timeout=busy_timeout, isolation_level=None,
                 check_same_thread=False,
             )
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            enable_wal(self._conn)
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA secure_delete=ON")

@@ -23,6 +23,7 @@ from memoryport.storage.sessions.temporal import (
     has_temporal_expression,
     time_hint,
 )
+from memoryport.storage.sqlite_wal import enable_wal
 from memoryport.storage.timeexpr import has_time_words
 from memoryport.storage.turns import schema, vectors
 from memoryport.storage.turns.rank import Components, Weights, combine, fts_query, query_words
@@ -137,7 +138,7 @@ class TurnIndex:
             str(path), timeout=10.0, isolation_level=None, check_same_thread=False
         )
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            enable_wal(self._conn)
             self._conn.execute("PRAGMA synchronous=NORMAL")
             schema.migrate(self._conn)
         except BaseException:
