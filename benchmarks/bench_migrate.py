@@ -108,7 +108,7 @@ def build_state_db(path: Path, messages: int, per_session: int, seed: int = 7) -
         " ended_at, title, input_tokens, cwd) VALUES (?,?,?,?,?,?,?,?,?,?)",
         ((f"s{s:07d}", ("cli", "telegram", "cron")[s % 3], "ana", "model-x",
           f"s{s - 1:07d}" if s % 10 == 5 else None, 1_700_000_000.0 + s * per_session * 7.0,
-          1_700_000_000.0 + (s + 1) * per_session * 7.0, f"Session {s}", s, "/home/ana")
+          1_700_000_000.0 + (s + 1) * per_session * 7.0, f"Session {s}", s, "projects/ana")
          for s in range(sessions)),
     )  # fmt: skip
     conn.executemany(

@@ -84,7 +84,7 @@ def build_state_db(path: Path, schema: str = "v21") -> None:
     sessions: list[dict[str, Any]] = [
         {"id": "20260105_root", "source": "telegram", "user_id": "ana", "model": "m1",
          "title": "Trip planning", "started_at": 1767600000.0, "ended_at": 1767600500.0,
-         "cwd": "/home/ana", "input_tokens": 120},
+         "cwd": "projects/ana", "input_tokens": 120},
         {"id": "20260105_child", "source": "telegram", "user_id": "ana", "model": "m1",
          "parent_session_id": "20260105_root", "title": "Trip planning (2)",
          "started_at": 1767600600.0, "last_activity_at": 1767609999.0},
@@ -160,7 +160,7 @@ def test_every_session_and_message_is_imported(tmp_path: Path, schema: str) -> N
             assert msgs[1].tool_calls and msgs[1].tool_calls[0]["id"] == "c1"
             assert msgs[1].reasoning == "User wants LIS."
             assert msgs[1].metadata["hermes"]["finish_reason"] == "tool_calls"
-            assert root.metadata["hermes"]["cwd"] == "/home/ana" and root.input_tokens == 120
+            assert root.metadata["hermes"]["cwd"] == "projects/ana" and root.input_tokens == 120
         assert child.last_active_at == 1767600601.0  # its newest message
         if schema == "v30":
             assert child.metadata["hermes"]["last_activity_at"] == 1767609999.0
