@@ -1,0 +1,344 @@
+"""``PostgresTurnIndex``: the turn index in PostgreSQL, ranked exactly as the SQLite one.
+
+A :class:`~memoryport.storage.turns.index.TurnIndex` whose storage is a PostgreSQL schema
+(:mod:`.postgres_schema`): the public methods, the candidate selection and the scoring
+(:meth:`TurnIndex.search` / :meth:`TurnIndex.candidates` and :mod:`.rank`) are inherited;
+only the queries behind them are PostgreSQL's. BM25 is FTS5's, over postings cut by FTS5's
+own tokenizer (:mod:`.postgres_terms`), so a query finds the same turns on both backends.
+
+One connection behind a lock, as the SQLite index; every call is one transaction scoped
+to its user by row-level security (:func:`.postgres_schema.set_scope`). A write is all or
+nothing: turns, postings, blocks, statistics, events and vectors commit together.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from array import array
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import sql
+
+from memoryport.errors import StoreError
+from memoryport.storage.sessions.postgres.connect import check_connection, describe_dsn
+from memoryport.storage.sessions.temporal import event_rows, has_temporal_expression
+from memoryport.storage.turns import index as base
+from memoryport.storage.turns import postgres_schema as pgschema
+from memoryport.storage.turns import vectors
+from memoryport.storage.turns.postgres_terms import bm25_sql, phrase_terms, terms
+from memoryport.storage.turns.rank import Components, Weights
+from memoryport.storage.turns.schema import BLOCK_TURNS
+
+__all__ = ["PostgresTurnIndex"]
+
+T = TypeVar("T")
+Cursor = psycopg.Cursor[Any]
+_Row = tuple[int, str, int, str, str, float, str, int]
+_COLUMNS = "t.id, t.session_id, t.position, t.speaker, t.text, t.timestamp, t.source_id, t.temporal"
+
+_MAIN = bm25_sql("turn_terms", "turn_id", "p.dl", "", "turn")
+_BLOCKS = bm25_sql("block_terms", "block_id", "d.length",
+                   "JOIN {s}.turn_blocks d ON d.id = p.block_id", "block")
+
+
+class PostgresTurnIndex(base.TurnIndex):
+    """Turns in a PostgreSQL schema (see the module docstring).
+
+    Args:
+        dsn: libpq connection string or URI.
+        schema: the PostgreSQL schema (created if missing); one per profile or team.
+        weights, embedder, dense: as :class:`~memoryport.storage.turns.index.TurnIndex`.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "memoryport",
+        weights: Weights | None = None,
+        embedder: vectors.Embedder | None = None,
+        dense: bool = True,
+    ) -> None:
+        self.dsn = dsn
+        self.schema = schema
+        self.path = describe_dsn(dsn)  # type: ignore[assignment]  # where, for messages
+        self.weights = weights or Weights()
+        self.embedder = embedder if embedder is not None or not dense else vectors.load_default()
+        self._lock = threading.Lock()
+        self._scope = threading.local()  # the scope of this thread's candidates() call
+        self._s = sql.Identifier(schema)
+        check_connection(dsn)
+        try:
+            self._pg = psycopg.connect(dsn, autocommit=True, application_name="memoryport")
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open the turn index on {self.path}: {exc}") from exc
+        try:
+            pgschema.migrate(self._pg, schema)
+            self._pg.autocommit = False
+            self._vector_type = self._run(self._vec_type, "open")
+        except (psycopg.Error, StoreError) as exc:
+            self._pg.close()
+            raise StoreError(f"cannot open the turn index on {self.path}: {exc}") from exc
+        except BaseException:
+            self._pg.close()
+            raise
+
+    # ------------------------------------------------------------------ plumbing
+    def _q(self, text: str | sql.SQL) -> sql.Composed:
+        return (text if isinstance(text, sql.SQL) else sql.SQL(text)).format(s=self._s)
+
+    def _run(self, fn: Callable[[Cursor], T], what: str, scope: str = "") -> T:
+        """``fn`` in one transaction scoped to ``scope`` (caller holds no lock)."""
+        with self._lock:
+            if self._pg.closed:
+                raise StoreError(f"the turn index on {self.path} is closed")
+            try:
+                with self._pg.transaction(), self._pg.cursor() as cur:
+                    pgschema.set_scope(cur, scope)
+                    return fn(cur)
+            except psycopg.Error as exc:
+                raise StoreError(f"turn index {what} failed on {self.path}: {exc}") from exc
+
+    def _vec_type(self, cur: Cursor) -> str:
+        row = cur.execute(
+            "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+            " WHERE a.attrelid = to_regclass(%s) AND a.attname = 'vec'",
+            (f"{self.schema}.turn_vectors",)).fetchone()
+        return str(row[0]) if row else "bytea"
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._pg.close()
+
+    def count(self, user_id: str | None = None) -> int:
+        """How many turns are stored in ``user_id``'s scope."""
+        scope = base._scope(user_id)
+        return self._run(lambda c: int(c.execute(
+            self._q("SELECT count(*) FROM {s}.turns WHERE user_id = %s"), (scope,)
+        ).fetchone()[0]), "read", scope)  # type: ignore[index]
+
+    # ------------------------------------------------------------------ writes
+    def add_turns(self, turns: Sequence[base.TurnInput]) -> list[int]:
+        """Store ``turns`` in one transaction (see :meth:`TurnIndex.add_turns`)."""
+        checked = [base._check(t, i) for i, t in enumerate(turns)]
+        if not checked:
+            return []
+        vecs = self.embedder.embed([t.text for t in checked]) if self.embedder else None
+        counted = terms([base._body(t.speaker, t.text) for t in checked])
+        out = [0] * len(checked)
+        for scope in dict.fromkeys(base._scope(t.user_id) for t in checked):
+            mine = [n for n, t in enumerate(checked) if base._scope(t.user_id) == scope]
+
+            def insert(cur: Cursor, user: str = scope, picked: list[int] = mine) -> list[int]:
+                return self._insert_scope(
+                    cur, user, [checked[n] for n in picked], [counted[n] for n in picked],
+                    None if vecs is None else [vecs[n] for n in picked])
+            for n, turn_id in zip(mine, self._run(insert, "write", scope), strict=True):
+                out[n] = turn_id
+        return out
+
+    def _insert_scope(self, cur: Cursor, user: str, turns: list[base.TurnInput],
+                      counted: list[Counter[str]], vecs: list[array[float]] | None) -> list[int]:
+        """Insert one user's turns, their postings, blocks, statistics, events, vectors."""
+        nexts: dict[str, int] = {}
+        for session in dict.fromkeys(t.session_id for t in turns):
+            row = cur.execute(self._q(
+                "SELECT coalesce(max(position) + 1, 0) FROM {s}.turns"
+                " WHERE user_id = %s AND session_id = %s"), (user, session)).fetchone()
+            nexts[session] = int(row[0]) if row else 0
+        now = time.time()
+        rows = []
+        for turn, bag in zip(turns, counted, strict=True):
+            position = nexts[turn.session_id]
+            nexts[turn.session_id] = position + 1
+            rows.append((user, turn.session_id, position, turn.speaker, turn.text,
+                         float(turn.timestamp), turn.source_id, now,
+                         int(has_temporal_expression(turn.text)), sum(bag.values())))
+        found = cur.execute(self._q(
+            "INSERT INTO {s}.turns(user_id, session_id, position, speaker, text, timestamp,"
+            " source_id, recorded_at, temporal, length) SELECT * FROM unnest("
+            "%s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::float8[],"
+            " %s::text[], %s::float8[], %s::int[], %s::int[])"
+            " RETURNING session_id, position, id"),
+            [list(col) for col in zip(*rows, strict=True)]).fetchall()
+        by_key = {(session, position): int(i) for session, position, i in found}
+        ids = [by_key[(r[1], r[2])] for r in rows]
+        return self._index_rows(cur, user, turns, counted, vecs, rows, ids)
+
+    def _index_rows(self, cur: Cursor, user: str, turns: list[base.TurnInput],
+                    counted: list[Counter[str]], vecs: list[array[float]] | None,
+                    rows: list[tuple[Any, ...]], ids: list[int]) -> list[int]:
+        post = [(term, turn_id, tf, row[9]) for turn_id, bag, row
+                in zip(ids, counted, rows, strict=True) for term, tf in bag.items()]
+        if post:
+            cur.execute(self._q(
+                "INSERT INTO {s}.turn_terms(user_id, term, turn_id, tf, dl) SELECT %s, *"
+                " FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::int[])"),
+                [user, *([list(col) for col in zip(*post, strict=True)])])
+        self._add_stats(cur, user, "turn", len(ids), sum(r[9] for r in rows))
+        events = [(user, *e) for turn_id, turn, row in zip(ids, turns, rows, strict=True)
+                  if row[8] for e in event_rows(turn_id, turn.text, float(turn.timestamp))]
+        if events:
+            cur.executemany(self._q(
+                "INSERT INTO {s}.turn_events(user_id, turn_id, start_at, end_at, precision,"
+                " words) VALUES (%s, %s, %s, %s, %s, %s)"), events)
+        if vecs is not None and self.embedder is not None:
+            cast = "%s::real[]::vector" if self._vector_type.startswith("vector") else "%s"
+            cur.executemany(self._q(
+                "INSERT INTO {s}.turn_vectors(turn_id, user_id, model, vec)"
+                f" VALUES (%s, %s, %s, {cast})"),
+                [(i, user, self.embedder.name, self._vec_param(v))
+                 for i, v in zip(ids, vecs, strict=True)])
+        self._add_blocks(cur, user, rows, counted)
+        return ids
+
+    def _vec_param(self, vector: array[float]) -> object:
+        return list(vector) if self._vector_type.startswith("vector") else vectors.encode(vector)
+
+    def _add_stats(self, cur: Cursor, user: str, kind: str, docs: int, tokens: int) -> None:
+        cur.execute(self._q(
+            "INSERT INTO {s}.term_stats(user_id, kind, docs, tokens) VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT (user_id, kind) DO UPDATE SET docs = term_stats.docs + excluded.docs,"
+            " tokens = term_stats.tokens + excluded.tokens"), (user, kind, docs, tokens))
+
+    def _add_blocks(self, cur: Cursor, user: str, rows: list[tuple[Any, ...]],
+                    counted: list[Counter[str]]) -> None:
+        """Add the new turns' postings and lengths to their session blocks (a block's text
+        is its turns' joined by newlines, so its postings are the sums of theirs)."""
+        blocks: dict[tuple[str, int], tuple[Counter[str], int]] = {}
+        for row, bag in zip(rows, counted, strict=True):
+            bag_sum, length = blocks.get((row[1], row[2] // BLOCK_TURNS), (Counter(), 0))
+            bag_sum.update(bag)
+            blocks[(row[1], row[2] // BLOCK_TURNS)] = (bag_sum, length + row[9])
+        new_blocks, tokens = 0, 0
+        for (session, number), (bag, length) in blocks.items():
+            found = cur.execute(self._q(
+                "INSERT INTO {s}.turn_blocks(user_id, session_id, block, length)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (user_id, session_id, block) DO UPDATE"
+                " SET length = turn_blocks.length + excluded.length"
+                " RETURNING id, (xmax = 0)"), (user, session, number, length)).fetchone()
+            block_id, created = int(found[0]), bool(found[1])  # type: ignore[index]
+            new_blocks += created
+            tokens += length
+            cur.execute(self._q(
+                "INSERT INTO {s}.block_terms(user_id, term, block_id, tf) SELECT %s, term, %s, tf"
+                " FROM unnest(%s::text[], %s::int[]) AS x(term, tf)"
+                " ON CONFLICT (user_id, term, block_id) DO UPDATE"
+                " SET tf = block_terms.tf + excluded.tf"),
+                (user, block_id, list(bag), list(bag.values())))
+        self._add_stats(cur, user, "block", new_blocks, tokens)
+
+    # ------------------------------------------------------------------ the queries of candidates()
+    def candidates(self, query: str, *, user_id: str | None = None
+                   ) -> tuple[list[_Row], list[Components]]:
+        """As :meth:`TurnIndex.candidates`; the scope is set for this thread's queries."""
+        self._scope.value = base._scope(user_id)
+        return super().candidates(query, user_id=user_id)
+
+    def _read(self, fn: Callable[[Cursor], T], scope: str) -> T:
+        """A read inside :meth:`candidates` (which already holds the lock)."""
+        if self._pg.closed:
+            raise StoreError(f"the turn index on {self.path} is closed")
+        try:
+            with self._pg.transaction(), self._pg.cursor() as cur:
+                pgschema.set_scope(cur, scope)
+                return fn(cur)
+        except psycopg.Error as exc:
+            raise StoreError(f"turn index read failed on {self.path}: {exc}") from exc
+
+    def _main_scores(self, match: str, scope: str
+                     ) -> tuple[dict[tuple[str, int], float], list[_Row]]:
+        words = phrase_terms(match)
+        if not words:
+            return {}, []
+
+        def run(cur: Cursor) -> list[tuple[Any, ...]]:
+            return cur.execute(self._q(sql.SQL(
+                "WITH r AS ({rank}) SELECT " + _COLUMNS + ", r.score FROM r"
+                " JOIN {s}.turns t ON t.id = r.turn_id ORDER BY r.score DESC, t.id"
+            ).format(rank=_MAIN, s=self._s).as_string(cur)), self._params(words, scope)).fetchall()
+        rows = self._read(run, scope)
+        return ({(r[1], r[2]): float(r[-1]) for r in rows},
+                [tuple(r[:-1]) for r in rows])
+
+    @staticmethod
+    def _params(words: list[str], scope: str) -> dict[str, Any]:
+        counts = Counter(words)
+        return {"terms": list(counts), "weights": list(counts.values()), "user": scope,
+                "depth": base.MAIN_DEPTH}
+
+    def _block_scores(self, match: str, scope: str) -> dict[tuple[str, int], float]:
+        words = phrase_terms(match)
+        if not words:
+            return {}
+
+        def run(cur: Cursor) -> list[tuple[Any, ...]]:
+            return cur.execute(self._q(sql.SQL(
+                "WITH r AS ({rank}) SELECT b.session_id, b.block, r.score FROM r"
+                " JOIN {s}.turn_blocks b ON b.id = r.block_id"
+            ).format(rank=_BLOCKS, s=self._s).as_string(cur)),
+                self._params(words, scope)).fetchall()
+        return {(s, b): float(v) for s, b, v in self._read(run, scope)}
+
+    def _candidate_rows(self, scope: str, main: dict[tuple[str, int], float],
+                        blocks: dict[tuple[str, int], float], found: list[_Row]) -> list[_Row]:
+        keys: set[tuple[str, int]] = set()
+        for session, position in main:
+            keys.update(((session, position - 1), (session, position), (session, position + 1)))
+        best = sorted(blocks.items(), key=lambda kv: -kv[1])[:base.SESSION_DEPTH]
+        for (session, number), _ in best:
+            lo = number * BLOCK_TURNS
+            keys.update((session, p) for p in range(lo, lo + BLOCK_TURNS))
+        keys.difference_update(main)
+        if not keys:
+            return list(found)
+        ordered = sorted(keys)
+        rows = self._read(lambda c: c.execute(self._q(
+            "SELECT " + _COLUMNS + " FROM unnest(%s::text[], %s::int[]) AS k(s, p)"
+            " JOIN {s}.turns t ON t.user_id = %s AND t.session_id = k.s AND t.position = k.p"),
+            ([k[0] for k in ordered], [k[1] for k in ordered], scope)).fetchall(), scope)
+        return list(found) + [tuple(r) for r in rows]
+
+    def _latest(self, scope: str) -> float | None:
+        row = self._read(lambda c: c.execute(self._q(
+            "SELECT max(timestamp) FROM {s}.turns WHERE user_id = %s"), (scope,)).fetchone(),
+            scope)
+        return float(row[0]) if row and row[0] is not None else None
+
+    def _overlapping(self, rows: list[_Row], periods: Sequence[tuple[float, float]]) -> set[int]:
+        ids = [r[0] for r in rows if r[7]]
+        if not ids:
+            return set()
+        scope: str = self._scope.value
+        with self._lock:
+            found = self._read(lambda c: c.execute(self._q(
+                "SELECT turn_id, start_at, end_at FROM {s}.turn_events"
+                " WHERE user_id = %s AND turn_id = ANY(%s)"), (scope, ids)).fetchall(), scope)
+        return {tid for tid, lo, hi in found
+                if any(lo < p_hi and p_lo < hi for p_lo, p_hi in periods)}
+
+    def _dense(self, query: str, rows: list[_Row]) -> list[float]:
+        if self.embedder is None or not rows:
+            return [0.0] * len(rows)
+        qvec = self.embedder.embed([query])[0]
+        scope: str = self._scope.value
+        column = "vec::real[]" if self._vector_type.startswith("vector") else "vec"
+        with self._lock:
+            stored = dict(self._read(lambda c: c.execute(self._q(
+                f"SELECT turn_id, {column} FROM {{s}}.turn_vectors WHERE user_id = %s"
+                " AND model = %s AND turn_id = ANY(%s)"),
+                (scope, self.embedder.name if self.embedder else "", [r[0] for r in rows])
+            ).fetchall(), scope))
+        found = [stored.get(r[0]) for r in rows]
+        return vectors.dense_scores(qvec, [None if v is None else self._decode(v) for v in found])
+
+    @staticmethod
+    def _decode(value: object) -> array[float]:
+        if isinstance(value, (bytes, memoryview)):
+            return vectors.decode(bytes(value))
+        return array("f", [float(x) for x in value]) if isinstance(value, list) else array("f")
