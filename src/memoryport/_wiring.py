@@ -108,6 +108,13 @@ def _load_external(config: Config, home: Path) -> Any | None:
     return result.provider
 
 
+def _load_general(config: Config, home: Path) -> list[Any]:
+    """The enabled Hermes general plugins (``plugins.enabled``), each as one provider."""
+    from memoryport.plugins.general import load_enabled
+
+    return [r.provider for r in load_enabled(config, home) if r.provider is not None]
+
+
 @dataclass(frozen=True)
 class Wiring:
     """The parts ``Memory`` is made of: the manager with every provider, the store, curated."""
@@ -128,9 +135,10 @@ def wire(
 ) -> Wiring:
     """Open the store and register the default providers, the configured plugin's provider
     (unless ``load_provider`` is False) and ``providers``, in that order."""
+    general = _load_general(config, home) if load_provider else []  # not counted as external
     settings = manager_settings or ManagerSettings(
         prefetch_deadline_s=config.memory.prefetch_deadline_s,
-        max_external_providers=config.memory.max_external_providers,
+        max_external_providers=config.memory.max_external_providers + len(general),
     )
     manager = MemoryManager(settings)
     store = open_session_store(config, home, user_id)
@@ -138,7 +146,7 @@ def wire(
     for register in DEFAULT_PROVIDERS:
         register(ctx)
     external = [_load_external(config, home)] if load_provider else []
-    for provider in [*ctx.providers, *external, *providers]:
+    for provider in [*ctx.providers, *external, *general, *providers]:
         if provider is not None:
             manager.add_provider(provider)
     curated = next((p for p in ctx.providers if isinstance(p, BuiltinMemoryProvider)), None)

@@ -81,8 +81,9 @@ class RegisteredTool:
             logger.warning("tool %r: check_fn raised %r; tool hidden", self.name, exc)
             return False
 
-    def call(self, args: Any, **kwargs: Any) -> str:
-        """Run the handler as Hermes does (``handler(args, **kwargs)``); return a JSON string."""
+    def invoke(self, args: Any, **kwargs: Any) -> Any:
+        """Call ``handler(args, **kwargs)`` as Hermes does, passing only the keywords it
+        accepts; the raw result (an awaitable for an ``async def`` handler) is returned."""
         try:
             params = inspect.signature(self.handler).parameters.values()
         except (TypeError, ValueError):
@@ -90,7 +91,11 @@ class RegisteredTool:
         if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params):
             names = {p.name for p in params}
             kwargs = {k: v for k, v in kwargs.items() if k in names}
-        result = self.handler(args, **kwargs)
+        return self.handler(args, **kwargs)
+
+    def call(self, args: Any, **kwargs: Any) -> str:
+        """Run the handler (an awaitable result is awaited); return a JSON string."""
+        result = self.invoke(args, **kwargs)
         if inspect.isawaitable(result):
             result = asyncio.run(_await(result))
         return result if isinstance(result, str) else json.dumps(result, default=str)

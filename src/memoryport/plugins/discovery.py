@@ -40,6 +40,7 @@ __all__ = [
     "ProviderInfo",
     "bundled_providers_dir",
     "discover",
+    "plugin_dir_kind",
 ]
 
 logger = logging.getLogger(__name__)
@@ -230,18 +231,46 @@ def _looks_like_provider(init_file: Path) -> bool:
     return "register_memory_provider" in head or "MemoryProvider" in head
 
 
+def _looks_like_general(init_file: Path, plugin_yaml: Path) -> bool:
+    """A Hermes general plugin: its manifest lists ``provides_tools``/``provides_hooks``,
+    or its ``__init__.py`` registers tools or hooks (checked after the provider test)."""
+    if plugin_yaml.is_file():
+        manifest, _ = read_manifest_lenient(plugin_yaml, plugin_yaml.parent.name)
+        if "provides_tools" in manifest.extra or "provides_hooks" in manifest.extra:
+            return True
+    try:
+        with init_file.open("rb") as handle:
+            head = handle.read(_HEURISTIC_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return "register_hook" in head or "register_tool" in head
+
+
+def plugin_dir_kind(entry: Path) -> str:
+    """What ``<home>/plugins/<name>/`` holds: ``"provider"``, ``"general"`` or ``""``.
+
+    Without ``__init__.py`` nothing. A memory provider if ``__init__.py`` mentions
+    ``register_memory_provider``/``MemoryProvider`` (Hermes' check); a general plugin if
+    its ``plugin.yaml`` declares ``provides_tools``/``provides_hooks`` or its
+    ``__init__.py`` calls ``register_hook``/``register_tool``; else a provider when
+    ``plugin.yaml`` exists.
+    """
+    init_file = entry / "__init__.py"
+    if not entry.is_dir() or not init_file.is_file():
+        return ""
+    if _looks_like_provider(init_file):
+        return "provider"
+    if _looks_like_general(init_file, entry / "plugin.yaml"):
+        return "general"
+    return "provider" if (entry / "plugin.yaml").is_file() else ""
+
+
 def _user(home: Path, result: Discovery) -> Iterable[ProviderInfo]:
     root = home / "plugins"
     if not root.is_dir():
         return
     for entry in sorted(root.iterdir()):
-        if not entry.is_dir() or entry.name.startswith(("_", ".")):
-            continue
-        init_file = entry / "__init__.py"
-        if not init_file.is_file():
-            continue
-        has_yaml = (entry / "plugin.yaml").is_file()
-        if not has_yaml and not _looks_like_provider(init_file):
+        if entry.name.startswith(("_", ".")) or plugin_dir_kind(entry) != "provider":
             continue
         try:
             validate_plugin_name(entry.name)
