@@ -94,9 +94,9 @@ class FileState:
 
     raw: str
     entries: list[str]
-    drift_backup: Path | None = None
+    drift_backup: Path | str | None = None
     """Set when the file had drifted and the mutation was allowed anyway (``allow_drift``):
-    where the drifted text was saved first."""
+    where the drifted text was saved first (a path, or a database backend's description)."""
 
 
 @dataclass(frozen=True)

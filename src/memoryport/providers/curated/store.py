@@ -34,6 +34,7 @@ from memoryport.config import (
     MemorySettings,
 )
 from memoryport.errors import MemoryStoreError
+from memoryport.providers.curated.backends import default_backend
 from memoryport.providers.curated.editor import (
     Change,
     Editor,
@@ -46,15 +47,20 @@ from memoryport.providers.curated.editor import (
     review_file,
 )
 from memoryport.providers.curated.prompt import Usage, compose_prompt, render_block
+from memoryport.storage.curated_targets import (
+    CuratedBackend,
+    RevisionLog,
+    TargetFile,
+    TargetPlace,
+)
 from memoryport.storage.history import (
     DEFAULT_MAX_AGE_DAYS,
     DEFAULT_MAX_REVISIONS,
-    HistoryLog,
     Provenance,
     Revision,
     mark_applied,
 )
-from memoryport.storage.markdown import FileState, MarkdownFile, RevisionNote, parse_entries
+from memoryport.storage.markdown import FileState, RevisionNote, parse_entries
 
 __all__ = [
     "Change",
@@ -164,6 +170,10 @@ class CuratedMemory:
     re-read, drift-checked and written atomically; see the module docstring for the layout.
     ``load()`` captures the frozen system-prompt snapshot; ``snapshot`` returns it until
     the next ``load()``.
+
+    ``backend`` says where the targets live (a ``CuratedBackend``); by default the home's
+    ``config.yaml`` decides: files, or PostgreSQL rows with ``storage.backend: postgres``
+    (:func:`~memoryport.providers.curated.backends.default_backend`).
     """
 
     def __init__(
@@ -180,6 +190,7 @@ class CuratedMemory:
         history_enabled: bool = True,
         history_max_age_days: int = DEFAULT_MAX_AGE_DAYS,
         history_max_revisions: int = DEFAULT_MAX_REVISIONS,
+        backend: CuratedBackend | None = None,
     ) -> None:
         if agent_notes not in AGENT_NOTES_MODES:
             raise ValueError(
@@ -198,22 +209,27 @@ class CuratedMemory:
                         user_char_limit, user_profile_enabled), user_dir),
         )  # fmt: skip
         self._specs = {spec.name: spec for spec, _ in layout}
-        retention = {"max_age_days": history_max_age_days, "max_revisions": history_max_revisions}
         self.history_enabled = history_enabled
-        self._logs = {
-            spec.name: HistoryLog.beside(directory / spec.filename, **retention)
-            for spec, directory in layout
-        }
-        self._files = {
-            spec.name: MarkdownFile(
-                directory / spec.filename,
-                char_limit=spec.char_limit,
-                lock_timeout=lock_timeout,
-                drift_hint=self._drift_hint(spec),
-                history=self._logs[spec.name] if history_enabled else None,
+        self.backend = backend if backend is not None else default_backend(self.home)
+        opened = {
+            spec.name: self.backend.open_target(
+                TargetPlace(
+                    path=directory / spec.filename,
+                    target=spec.name,
+                    owner=user_id if directory != memories else "",
+                    scope=user_id,
+                    char_limit=spec.char_limit,
+                    lock_timeout=lock_timeout,
+                    drift_hint=self._drift_hint(spec),
+                    history=history_enabled,
+                    max_age_days=history_max_age_days,
+                    max_revisions=history_max_revisions,
+                )
             )
             for spec, directory in layout
         }
+        self._files: dict[str, TargetFile] = {name: pair[0] for name, pair in opened.items()}
+        self._logs: dict[str, RevisionLog] = {name: pair[1] for name, pair in opened.items()}
         self._snapshot = Snapshot()
 
     def _drift_hint(self, spec: TargetSpec) -> str:

@@ -1,0 +1,48 @@
+"""Which backend holds a home's curated memory: the one place that reads ``storage:``.
+
+``storage.backend: sqlite`` (the default) keeps ``MEMORY.md``/``USER.md`` as files under
+the home; ``storage.backend: postgres`` keeps them as rows in the ``storage.dsn``
+database (the session store's schema), keyed by the home's profile name, so every host
+using that database shares one curated memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from memoryport.config import StorageSettings, load_config, profile_name
+from memoryport.errors import ConfigError, MemoryportError
+from memoryport.storage.curated_targets import CuratedBackend, FileBackend
+
+__all__ = ["backend_for", "default_backend"]
+
+log = logging.getLogger(__name__)
+
+
+def backend_for(storage: StorageSettings, home: Path) -> CuratedBackend:
+    """The curated backend ``storage`` names for ``home``.
+
+    ``ConfigError`` when ``postgres`` is chosen without a DSN, or its driver is missing.
+    """
+    if storage.backend != "postgres":
+        return FileBackend()
+    if not storage.dsn:
+        raise ConfigError(
+            "storage.backend is postgres but storage.dsn is empty: set it with "
+            "`memoryport config set storage.dsn postgresql://USER@HOST/DB`"
+        )
+    from memoryport.storage.postgres_curated import PostgresCuratedBackend
+
+    return PostgresCuratedBackend(storage.dsn, profile=profile_name(home))
+
+
+def default_backend(home: Path) -> CuratedBackend:
+    """The backend ``<home>/config.yaml`` names (files when it cannot be read: a broken
+    config is reported by whatever loads it for real; reading it here must not fail)."""
+    try:
+        storage = load_config(home).storage
+    except MemoryportError as exc:
+        log.warning("curated memory: %s; using the files under %s", exc, home)
+        return FileBackend()
+    return backend_for(storage, home)

@@ -1,0 +1,256 @@
+"""Tables, row-level security and connections for curated memory and the audit log on
+PostgreSQL (``storage.backend: postgres``).
+
+The tables live in the session store's schema (``memoryport`` by default) and their
+migrations are recorded in its ``_migrations`` ledger under their own names
+(``curated_audit_*``), applied by the shared runner under the same database-wide
+advisory lock, so several hosts starting at once migrate once.
+
+Row-level security follows the session store (its migration ``m009``): every table with
+a ``user_id`` column has a ``user_scope`` policy keyed on the connection's
+``memoryport.user_id`` setting. A connection scoped to user A sees and writes A's rows
+and the rows that belong to no user (``user_id = ''``: shared agent notes, events of the
+home); ``*`` (an unbound admin connection) sees every row; unset sees none.
+
+``profile`` (the home's profile name) is part of every key, so several profiles share one
+database without sharing memory.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from memoryport.errors import ConfigError, MigrationError
+from memoryport.storage.sessions import migrate as runner
+from memoryport.storage.sessions.postgres.connect import CONNECT_TIMEOUT_S, check_connection
+from memoryport.storage.sessions.postgres.migrations import SCOPE_SETTING
+
+__all__ = ["MIGRATIONS", "POLICIES", "Database", "database", "migrate"]
+
+T = TypeVar("T")
+Cursor = psycopg.Cursor[Any]
+Migration = Callable[[Cursor, sql.Identifier], None]
+
+_LOCK_KEY = 0x6D656D706F7274  # the session store's migration lock: one lock for all of them
+_SCOPE = f"current_setting('{SCOPE_SETTING}', true)"
+_OWN_OR_SHARED = f"{_SCOPE} = '*' OR user_id = {_SCOPE} OR user_id = ''"
+
+POLICIES = {
+    "curated_targets": _OWN_OR_SHARED,
+    "curated_history": _OWN_OR_SHARED,
+    "curated_backups": _OWN_OR_SHARED,
+    "audit_events": _OWN_OR_SHARED,
+    "audit_held_syncs": _OWN_OR_SHARED,
+}
+"""Table -> the expression of its ``user_scope`` policy (checked by ``memoryport doctor``)."""
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS {s}.curated_targets(
+    profile text NOT NULL, user_id text NOT NULL, target text NOT NULL,
+    content text NOT NULL DEFAULT '', last_rev bigint NOT NULL DEFAULT 0,
+    written_xid bigint NOT NULL DEFAULT 0, updated_at double precision NOT NULL DEFAULT 0,
+    PRIMARY KEY (profile, user_id, target));
+CREATE TABLE IF NOT EXISTS {s}.curated_history(
+    profile text NOT NULL, user_id text NOT NULL, target text NOT NULL, rev bigint NOT NULL,
+    ts double precision NOT NULL, action text NOT NULL, source text NOT NULL DEFAULT '',
+    session_id text NOT NULL DEFAULT '', tool_call_id text NOT NULL DEFAULT '',
+    by_user text NOT NULL DEFAULT '', before text NOT NULL, after text NOT NULL,
+    changes text NOT NULL DEFAULT '[]', restored_from bigint,
+    PRIMARY KEY (profile, user_id, target, rev));
+CREATE TABLE IF NOT EXISTS {s}.curated_backups(
+    id bigserial PRIMARY KEY, profile text NOT NULL, user_id text NOT NULL,
+    target text NOT NULL, ts double precision NOT NULL, content text NOT NULL);
+CREATE INDEX IF NOT EXISTS curated_backups_target ON {s}.curated_backups(profile, user_id, target);
+CREATE TABLE IF NOT EXISTS {s}.audit_events(
+    id bigserial PRIMARY KEY, profile text NOT NULL, ts double precision NOT NULL,
+    shell text NOT NULL, kind text NOT NULL, action text NOT NULL,
+    target text NOT NULL DEFAULT '', session_id text NOT NULL DEFAULT '',
+    user_id text NOT NULL DEFAULT '', revision text NOT NULL DEFAULT '',
+    detail text NOT NULL DEFAULT '');
+CREATE INDEX IF NOT EXISTS audit_events_ts ON {s}.audit_events(profile, ts);
+CREATE TABLE IF NOT EXISTS {s}.audit_meta(
+    profile text NOT NULL, key text NOT NULL, value text NOT NULL, PRIMARY KEY (profile, key));
+CREATE TABLE IF NOT EXISTS {s}.audit_held_syncs(
+    id bigserial PRIMARY KEY, profile text NOT NULL, ts double precision NOT NULL,
+    user_id text NOT NULL, session_id text NOT NULL, payload text NOT NULL);
+CREATE INDEX IF NOT EXISTS audit_held_syncs_user ON {s}.audit_held_syncs(profile, user_id, id);
+"""
+
+
+def _tables(cur: Cursor, schema: sql.Identifier) -> None:
+    """Curated targets, their history and drift backups; audit events, meta, held syncs."""
+    for statement in filter(None, (part.strip() for part in _TABLES.split(";"))):
+        cur.execute(sql.SQL(statement).format(s=schema))
+
+
+def _row_security(cur: Cursor, schema: sql.Identifier) -> None:
+    """The ``user_scope`` policies of :data:`POLICIES`, forced on the tables' owner too."""
+    for table, expression in POLICIES.items():
+        fmt = {"s": schema, "t": sql.Identifier(table)}
+        cur.execute(sql.SQL("ALTER TABLE {s}.{t} ENABLE ROW LEVEL SECURITY").format(**fmt))
+        cur.execute(sql.SQL("ALTER TABLE {s}.{t} FORCE ROW LEVEL SECURITY").format(**fmt))
+        cur.execute(
+            sql.SQL(f"CREATE POLICY user_scope ON {{s}}.{{t}} USING ({expression})").format(**fmt)
+        )
+
+
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("curated_audit_001_tables", _tables),
+    ("curated_audit_002_row_security", _row_security),
+]
+"""Append-only: never edit or reorder a released migration, add a new one at the end."""
+
+
+class _Ledger:
+    """The shared runner's ledger: ``<schema>._migrations`` under the advisory lock."""
+
+    def __init__(self, conn: psycopg.Connection[Any], schema: sql.Identifier) -> None:
+        self._conn = conn
+        self._schema = schema
+        self._cur: Cursor | None = None
+
+    def done(self) -> set[str]:
+        ledger = sql.SQL("{s}._migrations").format(s=self._schema).as_string(self._conn)
+        if self._conn.execute("SELECT to_regclass(%s)", (ledger,)).fetchone() in (None, (None,)):
+            return set()
+        query = sql.SQL("SELECT name FROM {s}._migrations").format(s=self._schema)
+        return {row[0] for row in self._conn.execute(query)}
+
+    @contextmanager
+    def transaction(self, name: str) -> Iterator[None]:
+        try:
+            with self._conn.transaction(), self._conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                cur.execute("SELECT set_config(%s, '*', true)", (SCOPE_SETTING,))
+                cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {s}").format(s=self._schema))
+                cur.execute(
+                    sql.SQL(
+                        "CREATE TABLE IF NOT EXISTS {s}._migrations "
+                        "(name text PRIMARY KEY, applied_at double precision NOT NULL)"
+                    ).format(s=self._schema)
+                )
+                self._cur = cur
+                yield
+        except psycopg.Error as exc:
+            raise runner.failed(name, exc) from exc
+        finally:
+            self._cur = None
+
+    def run(self, step: Migration) -> None:
+        if self._cur is None:
+            raise MigrationError("a migration step ran outside its transaction")
+        step(self._cur, self._schema)
+
+    def record(self, name: str, applied_at: float) -> None:
+        if self._cur is None:
+            raise MigrationError("a migration step ran outside its transaction")
+        self._cur.execute(
+            sql.SQL("INSERT INTO {s}._migrations(name, applied_at) VALUES (%s, %s)").format(
+                s=self._schema
+            ),
+            (name, applied_at),
+        )
+
+
+def migrate(conn: psycopg.Connection[Any], schema: str) -> list[str]:
+    """Apply the pending curated/audit migrations to ``schema`` (``conn`` in autocommit)."""
+    return runner.migrate(MIGRATIONS, _Ledger(conn, sql.Identifier(schema)))
+
+
+_TRIES = 5
+LOCK_TIMEOUT_MS = 10_000
+"""How long a writer waits for another host's writer of the same target."""
+_DATABASES: dict[tuple[str, str, str], Database] = {}
+_DATABASES_LOCK = threading.Lock()
+
+
+class Database:
+    """A connection pool to one schema, scoped to one user for row-level security.
+
+    Every :meth:`run` is one transaction; deadlocks and dropped connections are retried.
+    Errors surface as ``error_type(message)`` naming what failed and what to check.
+    """
+
+    def __init__(self, dsn: str, schema: str, scope: str, *, pool_size: int = 2) -> None:
+        if not schema or "\x00" in schema:
+            raise ConfigError(f"invalid PostgreSQL schema name {schema!r}")
+        self.schema = schema
+        self.scope = scope
+        self.ident = sql.Identifier(schema)
+        check_connection(dsn, CONNECT_TIMEOUT_S)
+        self._pool: ConnectionPool[Any] = ConnectionPool(
+            dsn, min_size=1, max_size=max(1, pool_size), timeout=30.0,
+            kwargs={"application_name": "memoryport", "autocommit": True},
+            configure=self._configure, open=True, name=f"memoryport-curated-{schema}",
+        )  # fmt: skip
+        try:
+            self._pool.wait(30.0)
+            with self._pool.connection() as conn:
+                migrate(conn, schema)
+        except BaseException:
+            self._pool.close()
+            raise
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute(
+            "SELECT set_config(%s, %s, false), set_config('lock_timeout', %s, false)",
+            (SCOPE_SETTING, self.scope, f"{LOCK_TIMEOUT_MS}ms"),
+        )
+
+    def q(self, text: str) -> sql.Composed:
+        """``text`` with ``{s}`` formatted as this database's schema."""
+        return sql.SQL(text).format(s=self.ident)
+
+    def run(self, fn: Callable[[Cursor], T], error: Callable[[str], Exception]) -> T:
+        """Run ``fn`` in one transaction; a failure raises ``error(message)``."""
+        for attempt in range(_TRIES):
+            try:
+                with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+                    return fn(cur)
+            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
+                if attempt == _TRIES - 1:
+                    raise error(f"PostgreSQL kept refusing the transaction: {exc}") from exc
+                time.sleep(random.uniform(0.005, 0.02) * (attempt + 1))
+            except pg_errors.LockNotAvailable as exc:
+                raise error(
+                    "another writer held the lock for too long. Nothing was written; retry "
+                    "shortly"
+                ) from exc
+            except (psycopg.OperationalError, PoolTimeout) as exc:
+                raise error(
+                    f"PostgreSQL is unavailable ({exc}). Nothing was written; check "
+                    "storage.dsn and that the server is running"
+                ) from exc
+            except psycopg.Error as exc:
+                raise error(f"PostgreSQL refused the statement: {exc}") from exc
+            except UnicodeEncodeError as exc:
+                raise error(f"a value is not valid Unicode text ({exc})") from exc
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        """Close the pool (a shared one is then dropped from the registry)."""
+        with _DATABASES_LOCK:
+            for key, value in list(_DATABASES.items()):
+                if value is self:
+                    del _DATABASES[key]
+        self._pool.close()
+
+
+def database(dsn: str, schema: str, scope: str) -> Database:
+    """The process-wide :class:`Database` of ``(dsn, schema, scope)`` (opened on first use)."""
+    key = (dsn, schema, scope)
+    with _DATABASES_LOCK:
+        found = _DATABASES.get(key)
+        if found is None:
+            found = _DATABASES[key] = Database(dsn, schema, scope)
+        return found
