@@ -7,13 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memoryport.config.schema import ConfigField, validate_config
-from memoryport.errors import ConfigError
+from memoryport.config.schema import ConfigField
+from memoryport.config.sections import MODES, ModeSwitches, checked_values, mode_field, retry_fields
 
 __all__ = ["API_KEY_ENV", "CONFIG_SCHEMA", "MODES", "QUERY_METHODS", "Settings"]
 
 API_KEY_ENV = "BRV_API_KEY"
-MODES = ("hybrid", "context", "tools")
 QUERY_METHODS = ("search", "query")
 
 CONFIG_SCHEMA: list[ConfigField] = [
@@ -23,8 +22,7 @@ CONFIG_SCHEMA: list[ConfigField] = [
      "type": "text", "default": "brv"},
     {"key": "project_dir", "description": "Where the knowledge trees live; empty:"
      " <home>/byterover (one project per user below it).", "type": "text", "default": ""},
-    {"key": "mode", "description": "hybrid (recall + tools), context (recall only) or tools"
-     " (tools only).", "type": "text", "default": "hybrid", "choices": list(MODES)},
+    mode_field(),
     {"key": "recall_method", "description": "search (BM25, no LLM, fast) or query (an LLM"
      " answer; slower) for the turn's recall.", "type": "text", "default": "search",
      "choices": list(QUERY_METHODS)},
@@ -42,19 +40,13 @@ CONFIG_SCHEMA: list[ConfigField] = [
      "minimum": 0.1, "maximum": 300.0},
     {"key": "curate_timeout_s", "description": "Seconds a curate run may take.",
      "type": "number", "default": 60.0, "minimum": 0.1, "maximum": 900.0},
-    {"key": "retry_attempts", "description": "Attempts per queued curate.", "type": "integer",
-     "default": 3, "minimum": 1, "maximum": 10},
-    {"key": "retry_backoff_s", "description": "First retry delay (doubles each attempt).",
-     "type": "number", "default": 0.5, "minimum": 0.0, "maximum": 30.0},
-    {"key": "retry_cooldown_s", "description": "After a failed round, seconds before writes"
-     " wait through backoff again.", "type": "number", "default": 30.0, "minimum": 0.0,
-     "maximum": 3600.0},
+    *retry_fields("curate"),
 ]
 """The settings ``memoryport setup byterover`` and ``status`` know."""
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(ModeSwitches):
     """Checked non-secret settings (see :data:`CONFIG_SCHEMA`)."""
 
     brv_path: str = "brv"
@@ -74,22 +66,4 @@ class Settings:
     @classmethod
     def from_section(cls, section: Mapping[str, Any]) -> Settings:
         """Parse a config section; bad values raise ``ConfigError`` naming every problem."""
-        schema = [f for f in CONFIG_SCHEMA if not f.get("secret")]
-        known = {str(f["key"]) for f in schema}
-        values = {k: v for k, v in section.items() if k in known and v not in (None, "")}
-        problems = validate_config(schema, values)
-        if problems:
-            raise ConfigError("byterover settings are invalid: " + "; ".join(problems)
-                              + " (fix them with: memoryport setup byterover --set KEY=VALUE)",
-                              problems)
-        return cls(**values)
-
-    @property
-    def inject(self) -> bool:
-        """True when recall is injected each turn."""
-        return self.mode in ("hybrid", "context")
-
-    @property
-    def tools(self) -> bool:
-        """True when the tools are offered."""
-        return self.mode in ("hybrid", "tools")
+        return cls(**checked_values("byterover", CONFIG_SCHEMA, section))

@@ -7,15 +7,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from memoryport.config.schema import ConfigField, validate_config
-from memoryport.errors import ConfigError
+from memoryport.config.schema import ConfigField
+from memoryport.config.sections import MODES, ModeSwitches, checked_values, mode_field, retry_fields
 
 __all__ = ["API_KEY_ENV", "BUDGETS", "CONFIG_SCHEMA", "MODES", "PREFETCH_METHODS", "Settings"]
 
 API_KEY_ENV = "HINDSIGHT_API_KEY"
-MODES = ("hybrid", "context", "tools")
 BUDGETS = ("low", "mid", "high")
 PREFETCH_METHODS = ("recall", "reflect")
 _BANK = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
@@ -29,8 +28,7 @@ CONFIG_SCHEMA: list[ConfigField] = [
      "default": "https://api.hindsight.vectorize.io"},
     {"key": "bank_id", "description": "Memory bank prefix; empty: memoryport-<profile> (the"
      " user id is appended: one bank per profile and user).", "type": "text", "default": ""},
-    {"key": "memory_mode", "description": "hybrid (recall + tools), context (recall only) or"
-     " tools (tools only).", "type": "text", "default": "hybrid", "choices": list(MODES)},
+    mode_field("memory_mode"),
     {"key": "auto_retain", "description": "Retain every completed turn.", "type": "boolean",
      "default": True},
     {"key": "retain_async", "description": "Ask the server to process retains in the"
@@ -49,21 +47,16 @@ CONFIG_SCHEMA: list[ConfigField] = [
      " turn.", "type": "integer", "default": 1500, "minimum": 100, "maximum": 20000},
     {"key": "timeout_s", "description": "Seconds one API call may take.", "type": "number",
      "default": 3.0, "minimum": 0.1, "maximum": 300.0},
-    {"key": "retry_attempts", "description": "Attempts per queued retain.", "type": "integer",
-     "default": 3, "minimum": 1, "maximum": 10},
-    {"key": "retry_backoff_s", "description": "First retry delay (doubles each attempt).",
-     "type": "number", "default": 0.5, "minimum": 0.0, "maximum": 30.0},
-    {"key": "retry_cooldown_s", "description": "After a failed round, seconds before writes"
-     " wait through backoff again.", "type": "number", "default": 30.0, "minimum": 0.0,
-     "maximum": 3600.0},
+    *retry_fields("retain"),
 ]
 """The settings ``memoryport setup hindsight`` and ``status`` know."""
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(ModeSwitches):
     """Checked non-secret settings (see :data:`CONFIG_SCHEMA`)."""
 
+    MODE_KEY: ClassVar[str] = "memory_mode"
     api_url: str = "https://api.hindsight.vectorize.io"
     bank_id: str = ""
     memory_mode: str = "hybrid"
@@ -82,25 +75,12 @@ class Settings:
     @classmethod
     def from_section(cls, section: Mapping[str, Any]) -> Settings:
         """Parse a config section; bad values raise ``ConfigError`` naming every problem."""
-        schema = [f for f in CONFIG_SCHEMA if not f.get("secret")]
-        known = {str(f["key"]) for f in schema}
-        values = {k: v for k, v in section.items() if k in known and v not in (None, "")}
-        problems = validate_config(schema, values)
-        bank = values.get("bank_id")
-        if bank and not _BANK.match(str(bank)):
-            problems.append(f"bank_id: {bank!r} is not a bank id (letters, digits, _ . : -)")
-        if problems:
-            raise ConfigError("hindsight settings are invalid: " + "; ".join(problems)
-                              + " (fix them with: memoryport setup hindsight --set KEY=VALUE)",
-                              problems)
-        return cls(**values)
+        return cls(**checked_values("hindsight", CONFIG_SCHEMA, section, _problems))
 
-    @property
-    def inject(self) -> bool:
-        """True when recall is injected each turn."""
-        return self.memory_mode in ("hybrid", "context")
 
-    @property
-    def tools(self) -> bool:
-        """True when the tools are offered."""
-        return self.memory_mode in ("hybrid", "tools")
+def _problems(values: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    bank = values.get("bank_id")
+    if bank and not _BANK.match(str(bank)):
+        problems.append(f"bank_id: {bank!r} is not a bank id (letters, digits, _ . : -)")
+    return problems

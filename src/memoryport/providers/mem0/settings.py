@@ -7,20 +7,17 @@ default. ``api_key`` is a secret (``MEM0_API_KEY``, written to ``.env`` by setup
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memoryport.config import coerce, load_config
-from memoryport.config.envfile import get_secret
-from memoryport.config.schema import ConfigField, validate_config
-from memoryport.errors import ConfigError
+from memoryport.config import load_config
+from memoryport.config.schema import ConfigField
+from memoryport.config.sections import MODES, ModeSwitches, env_value, mode_field, resolved_values
 
 __all__ = ["BACKENDS", "CONFIG_SCHEMA", "MODES", "SCOPES", "Settings"]
 
-MODES = ("hybrid", "context", "tools")
 """``hybrid``: recall injected and tools; ``context``: recall only; ``tools``: tools only."""
 
 BACKENDS = ("auto", "platform", "oss")
@@ -38,8 +35,7 @@ CONFIG_SCHEMA: list[ConfigField] = [
      "env_var": "MEM0_API_KEY", "url": "https://app.mem0.ai"},
     {"key": "host", "description": "Mem0 platform API URL", "type": "text",
      "default": "https://api.mem0.ai", "env_var": "MEM0_HOST"},
-    {"key": "mode", "description": "hybrid (recall + tools), context (recall only) or tools"
-     " (tools only)", "type": "text", "default": "hybrid", "choices": list(MODES)},
+    mode_field(),
     {"key": "user_id", "description": "Mem0 user id (blank: the session's user, else"
      " 'memoryport-user')", "type": "text", "default": ""},
     {"key": "agent_id", "description": "Mem0 agent id (blank: the agent identity, else"
@@ -69,15 +65,8 @@ CONFIG_SCHEMA: list[ConfigField] = [
 ]
 """The settings ``memoryport setup mem0`` asks for (``get_config_schema``)."""
 
-_TYPES: dict[str, type[Any]] = {"integer": int, "number": float, "text": str, "boolean": bool}
-
-
-def _env(home: Path | None, name: str) -> str | None:
-    return get_secret(home, name) if home is not None else os.environ.get(name) or None
-
-
 @dataclass(frozen=True)
-class Settings:
+class Settings(ModeSwitches):
     """Resolved settings (see :data:`CONFIG_SCHEMA` for meanings and defaults)."""
 
     backend: str = "auto"
@@ -101,25 +90,8 @@ class Settings:
     @classmethod
     def resolve(cls, section: Mapping[str, Any], home: Path | None) -> Settings:
         """Section > environment variable > default; ``ConfigError`` names every bad value."""
-        values: dict[str, Any] = {}
-        for spec in CONFIG_SCHEMA:
-            key = spec["key"]
-            raw = section.get(key)
-            if raw in (None, "") and "env_var" in spec:
-                raw = _env(home, spec["env_var"])
-            if raw in (None, ""):
-                continue
-            kind = _TYPES.get(str(spec.get("type", "text")), str)
-            values[key] = coerce(f"mem0.{key}", raw, kind) if isinstance(raw, str) else raw
-        problems = validate_config(CONFIG_SCHEMA, values)
-        if problems:
-            raise ConfigError("mem0 settings are invalid: " + "; ".join(problems)
-                              + " (fix them with: memoryport setup mem0 --set KEY=VALUE)",
-                              problems)
-        for key in ("retry_base_s", "retry_max_s"):
-            if key in values:
-                values[key] = float(values[key])
-        return cls(**values, openai_key_set=bool(_env(home, "OPENAI_API_KEY")))
+        values = resolved_values("mem0", CONFIG_SCHEMA, section, home)
+        return cls(**values, openai_key_set=bool(env_value(home, "OPENAI_API_KEY")))
 
     @classmethod
     def load(cls, home: Path | None) -> Settings:
@@ -136,16 +108,6 @@ class Settings:
     def dims(self) -> int:
         """The embedding size actually used (oss)."""
         return self.embedding_dims or (256 if self.embedder == "hash" else 1536)
-
-    @property
-    def inject(self) -> bool:
-        """True when recall is injected each turn."""
-        return self.mode in ("hybrid", "context")
-
-    @property
-    def tools(self) -> bool:
-        """True when the tools are offered."""
-        return self.mode in ("hybrid", "tools")
 
     def missing(self) -> str:
         """Why the provider cannot run with these settings ("" when it can)."""

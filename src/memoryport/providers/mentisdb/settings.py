@@ -8,21 +8,18 @@ Each key is read from the ``mentisdb:`` section of ``config.yaml`` (or Hermes'
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from memoryport.config import coerce, load_config
-from memoryport.config.envfile import get_secret
-from memoryport.config.schema import ConfigField, validate_config
-from memoryport.errors import ConfigError
+from memoryport.config import load_config
+from memoryport.config.schema import ConfigField
+from memoryport.config.sections import MODES, ModeSwitches, mode_field, resolved_values
 
 __all__ = ["CONFIG_SCHEMA", "MODES", "THOUGHT_TYPES", "Settings", "display_url"]
 
-MODES = ("hybrid", "context", "tools")
 """``hybrid``: recall injected and tools; ``context``: recall only; ``tools``: tools only."""
 
 THOUGHT_TYPES = ("Fact", "LessonLearned", "Decision", "Observation", "Summary", "Reference",
@@ -36,8 +33,7 @@ CONFIG_SCHEMA: list[ConfigField] = [
      " 'memoryport')", "type": "text", "default": "", "env_var": "MENTISDB_CHAIN_KEY"},
     {"key": "api_key", "description": "Bearer token, if the daemon sits behind an"
      " authenticating proxy (optional)", "secret": True, "env_var": "MENTISDB_API_KEY"},
-    {"key": "mode", "description": "hybrid (recall + tools), context (recall only) or tools"
-     " (tools only)", "type": "text", "default": "hybrid", "choices": list(MODES)},
+    mode_field(),
     {"key": "recall_limit", "description": "Thoughts recalled per turn", "type": "integer",
      "default": 8, "minimum": 1, "maximum": 50},
     {"key": "recall_chars", "description": "Character budget of the recall injected each turn",
@@ -53,13 +49,6 @@ CONFIG_SCHEMA: list[ConfigField] = [
 ]
 """The settings ``memoryport setup mentisdb`` asks for (``get_config_schema``)."""
 
-_TYPES: dict[str, type[Any]] = {"integer": int, "number": float, "text": str}
-
-
-def _env(home: Path | None, name: str) -> str | None:
-    return get_secret(home, name) if home is not None else os.environ.get(name) or None
-
-
 def display_url(url: str) -> str:
     """``url`` without user:password, for messages and logs."""
     parts = urlsplit(url)
@@ -70,7 +59,7 @@ def display_url(url: str) -> str:
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(ModeSwitches):
     """Resolved settings (see :data:`CONFIG_SCHEMA` for meanings and defaults)."""
 
     url: str = "http://localhost:9471"
@@ -86,27 +75,7 @@ class Settings:
     @classmethod
     def resolve(cls, section: Mapping[str, Any], home: Path | None) -> Settings:
         """Section > environment variable > default; ``ConfigError`` names every bad value."""
-        values: dict[str, Any] = {}
-        for spec in CONFIG_SCHEMA:
-            key = spec["key"]
-            raw = section.get(key)
-            if raw in (None, "") and "env_var" in spec:
-                raw = _env(home, spec["env_var"])
-            if raw in (None, ""):
-                continue
-            kind = _TYPES.get(str(spec.get("type", "text")), str)
-            values[key] = coerce(f"mentisdb.{key}", raw, kind) if isinstance(raw, str) else raw
-        problems = validate_config(CONFIG_SCHEMA, values)
-        scheme = urlsplit(str(values.get("url", cls.url))).scheme
-        if scheme not in ("http", "https"):
-            problems.append(f"url: {values.get('url')!r} is not an http(s) URL")
-        if problems:
-            raise ConfigError("mentisdb settings are invalid: " + "; ".join(problems)
-                              + " (fix them with: memoryport setup mentisdb --set KEY=VALUE)",
-                              problems)
-        if isinstance(values.get("timeout_s"), int):
-            values["timeout_s"] = float(values["timeout_s"])
-        return cls(**{k: v for k, v in values.items()})
+        return cls(**resolved_values("mentisdb", CONFIG_SCHEMA, section, home, _url_problems))
 
     @classmethod
     def load(cls, home: Path | None) -> Settings:
@@ -115,16 +84,12 @@ class Settings:
         return cls.resolve(section, home)
 
     @property
-    def inject(self) -> bool:
-        """True when recall is injected each turn."""
-        return self.mode in ("hybrid", "context")
-
-    @property
-    def tools(self) -> bool:
-        """True when the tools are offered."""
-        return self.mode in ("hybrid", "tools")
-
-    @property
     def shown_url(self) -> str:
         """The URL as messages show it (no credentials)."""
         return display_url(self.url)
+
+
+def _url_problems(values: dict[str, Any]) -> list[str]:
+    scheme = urlsplit(str(values.get("url", Settings.url))).scheme
+    return [] if scheme in ("http", "https") else [
+        f"url: {values.get('url')!r} is not an http(s) URL"]

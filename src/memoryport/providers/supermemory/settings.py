@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memoryport.config.schema import ConfigField, validate_config
-from memoryport.errors import ConfigError
+from memoryport.config.schema import ConfigField
+from memoryport.config.sections import checked_values, retry_fields
 
 __all__ = ["API_KEY_ENV", "CAPTURE_MODES", "CONFIG_SCHEMA", "SEARCH_MODES", "Settings"]
 
@@ -48,13 +48,7 @@ CONFIG_SCHEMA: list[ConfigField] = [
      "default": True},
     {"key": "timeout_s", "description": "Seconds one API call may take.", "type": "number",
      "default": 3.0, "minimum": 0.1, "maximum": 60.0},
-    {"key": "retry_attempts", "description": "Attempts per queued write.", "type": "integer",
-     "default": 3, "minimum": 1, "maximum": 10},
-    {"key": "retry_backoff_s", "description": "First retry delay (doubles each attempt).",
-     "type": "number", "default": 0.5, "minimum": 0.0, "maximum": 30.0},
-    {"key": "retry_cooldown_s", "description": "After a failed round, seconds before writes"
-     " wait through backoff again.", "type": "number", "default": 30.0, "minimum": 0.0,
-     "maximum": 3600.0},
+    *retry_fields("write"),
 ]
 """The settings ``memoryport setup supermemory`` and ``status`` know."""
 
@@ -83,22 +77,7 @@ class Settings:
     @classmethod
     def from_section(cls, section: Mapping[str, Any]) -> Settings:
         """Parse a config section; bad values raise ``ConfigError`` naming every problem."""
-        schema = [f for f in CONFIG_SCHEMA if not f.get("secret")]
-        known = {str(f["key"]) for f in schema}
-        values = {k: v for k, v in section.items() if k in known and v not in (None, "")}
-        problems = validate_config(schema, values)
-        for name in _split(values.get("custom_containers", "")):
-            if not _CONTAINER.match(name):
-                problems.append(f"custom_containers: {name!r} is not a container name"
-                                " (letters, digits, _ and -, at most 64)")
-        tag = values.get("container_tag", "")
-        if tag and not _CONTAINER.match(str(tag)):
-            problems.append(f"container_tag: {tag!r} is not a container name")
-        if problems:
-            raise ConfigError("supermemory settings are invalid: " + "; ".join(problems)
-                              + " (fix them with: memoryport setup supermemory --set"
-                              " KEY=VALUE)", problems)
-        return cls(**values)
+        return cls(**checked_values("supermemory", CONFIG_SCHEMA, section, _problems))
 
     @property
     def containers(self) -> list[str]:
@@ -108,3 +87,15 @@ class Settings:
 
 def _split(text: Any) -> list[str]:
     return [p.strip() for p in str(text or "").split(",") if p.strip()]
+
+
+def _problems(values: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    for name in _split(values.get("custom_containers", "")):
+        if not _CONTAINER.match(name):
+            problems.append(f"custom_containers: {name!r} is not a container name"
+                            " (letters, digits, _ and -, at most 64)")
+    tag = values.get("container_tag", "")
+    if tag and not _CONTAINER.match(str(tag)):
+        problems.append(f"container_tag: {tag!r} is not a container name")
+    return problems
