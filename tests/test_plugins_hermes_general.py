@@ -1,0 +1,194 @@
+"""The vendor's own Hermes plugin ``hindsight-hermes`` 0.5.0 (from PyPI, unmodified) as a
+Hermes *general* plugin in memoryport: found in the ``hermes_agent.plugins`` entry-point
+group, enabled with ``plugins.enabled``, driven through ``memoryport.open`` against the
+loopback Hindsight double the ``hindsight`` provider tests use
+(``tests/doubles/hindsight_server.py``, built from ``hindsight-client``'s own models; the
+real Hindsight server needs torch and downloaded models)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from doubles.hindsight_server import HindsightDouble
+from memoryport import open as open_memory
+from memoryport.api import Memory
+from memoryport.plugins.general import (
+    GENERAL_ENTRY_POINT_GROUP,
+    discover_general,
+    load_general,
+)
+
+BANK = "hermes-bank"
+
+
+@pytest.fixture(scope="module")
+def double() -> Iterator[HindsightDouble]:
+    with HindsightDouble() as server:
+        yield server  # type: ignore[misc]
+
+
+@pytest.fixture(autouse=True)
+def _env(double: HindsightDouble, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # hindsight-hermes reads ~/.hindsight/hermes.json, then these variables (which win)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.setenv("HINDSIGHT_API_URL", double.base_url)
+    monkeypatch.setenv("HINDSIGHT_BANK_ID", BANK)
+    double.fault = None
+    double.banks.clear()
+
+
+def _home(tmp_path: Path, provider: str = "", deadline: float = 5.0, **plugins: Any) -> Path:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    data = {
+        "memory": {"provider": provider, "nudge_interval": 0, "prefetch_deadline_s": deadline},
+        "plugins": {"enabled": ["hindsight"], **plugins},
+    }
+    (home / "config.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    return home
+
+
+def _memory(home: Path, user_id: str = "ana") -> Memory:
+    memory = open_memory(home, None, user_id, platform="cli")
+    memory.start_session()
+    return memory
+
+
+def _turn(memory: Memory, text: str, reply: str = "Noted.") -> str:
+    turn = memory.begin_turn(text)
+    sent = str(turn.api_user_message())
+    memory.end_turn(turn, reply)
+    memory.flush()
+    return sent
+
+
+def _bank(double: HindsightDouble) -> list[str]:
+    return [m["text"] for m in double.banks.get(BANK, [])]
+
+
+def test_found_in_hermes_agent_plugins_without_importing_it(tmp_path: Path) -> None:
+    found = discover_general(tmp_path)
+    info = found.get("hindsight")
+    assert info is not None and info.source == "entry_point"
+    assert info.distribution == "hindsight-hermes" and info.manifest.version == "0.5.0"
+    assert info.entry_point == "hindsight_hermes"
+    assert GENERAL_ENTRY_POINT_GROUP == "hermes_agent.plugins"
+
+
+def test_a_turn_is_retained_and_recall_lands_in_the_fence_only(
+    tmp_path: Path, double: HindsightDouble
+) -> None:
+    memory = _memory(_home(tmp_path))
+    assert "hindsight" in [getattr(p, "name", "") for p in memory.providers]
+    first = _turn(memory, "My sister Lena lives in Porto and teaches cello.", "How lovely.")
+    assert "<memory-context>" not in first  # nothing stored yet
+    assert _bank(double) == [
+        "User: My sister Lena lives in Porto and teaches cello.\nAssistant: How lovely."
+    ]  # post_llm_call ran after the turn, through the real SDK
+    sent = _turn(memory, "Where does Lena live?")
+    head, _, fence = sent.partition("<memory-context>")
+    assert head.strip() == "Where does Lena live?"
+    assert "Lena lives in Porto" in fence and "Relevant memories" in fence
+    assert "Porto" not in memory.system_prompt
+    stored = memory.session_messages(memory.session_id)
+    assert stored and not any("<memory-context>" in str(m.get("content")) for m in stored)
+    recall = double.received("POST", f"/v1/default/banks/{BANK}/memories/recall")
+    assert recall[-1].body["query"] == "Where does Lena live?"
+    memory.close()
+
+
+def test_each_of_its_three_tools_round_trips(tmp_path: Path, double: HindsightDouble) -> None:
+    memory = _memory(_home(tmp_path))
+    names = [s["name"] for s in memory.tool_schemas()]
+    assert {"hindsight_retain", "hindsight_recall", "hindsight_reflect"} <= set(names)
+    saved = json.loads(
+        memory.call_tool("hindsight_retain", {"content": "Bo is allergic to peanuts"})
+    )
+    assert saved == {"result": "Memory stored successfully."}
+    assert "Bo is allergic to peanuts" in _bank(double)
+    found = json.loads(memory.call_tool("hindsight_recall", {"query": "peanuts allergic"}))
+    assert found == {"result": "1. Bo is allergic to peanuts"}
+    reflected = json.loads(memory.call_tool("hindsight_reflect", {"query": "peanuts allergic?"}))
+    assert "Bo is allergic to peanuts" in reflected["result"]
+    # async handlers and sync hooks share one event loop: a turn after the tools still works
+    assert "peanuts" in _turn(memory, "Which peanuts allergic person?")
+    memory.close()
+
+
+def test_a_backend_error_comes_back_in_the_one_error_shape(
+    tmp_path: Path, double: HindsightDouble
+) -> None:
+    memory = _memory(_home(tmp_path))
+    with double.faulty("status", code=500):
+        answer = json.loads(memory.call_tool("hindsight_recall", {"query": "anything"}))
+    assert answer["success"] is False and answer["error_type"] == "PluginToolError"
+    assert answer["error"].startswith("hindsight: hindsight_recall failed:")
+    memory.close()
+
+
+def test_a_slow_backend_does_not_stall_the_turn(tmp_path: Path, double: HindsightDouble) -> None:
+    memory = _memory(_home(tmp_path, deadline=0.3))
+    _turn(memory, "The spare key hides under the blue flowerpot.")
+    with double.faulty("slow", delay=1.5, times=1):
+        turn = memory.begin_turn("Where is the spare key?")
+        sent = str(turn.api_user_message())
+    # the recall answered after the turn's deadline: left out, the turn went on without it
+    assert sent == "Where is the spare key?"
+    memory.end_turn(turn, "Under the flowerpot.")
+    memory.flush()
+    assert "blue flowerpot" in _turn(memory, "Where is the spare key now?")
+    memory.close()
+
+
+def test_a_dropping_backend_does_not_crash_the_turn(
+    tmp_path: Path, double: HindsightDouble
+) -> None:
+    memory = _memory(_home(tmp_path))
+    with double.faulty("drop"):
+        sent = _turn(memory, "Do you remember anything?")
+        answer = json.loads(memory.call_tool("hindsight_retain", {"content": "x y z"}))
+    assert sent == "Do you remember anything?"
+    assert answer["success"] is False
+    assert _turn(memory, "Still here?") == "Still here?"
+    memory.close()
+
+
+def test_not_configured_is_reported_and_the_agent_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HINDSIGHT_API_URL")
+    result = load_general("hindsight", tmp_path)
+    assert not result.ok and "registered no tools and no hooks" in result.error
+    memory = _memory(_home(tmp_path))
+    assert "hindsight" not in [getattr(p, "name", "") for p in memory.providers]
+    assert _turn(memory, "Hello there") == "Hello there"
+    memory.close()
+
+
+def test_enabled_together_with_the_bundled_provider_of_the_same_name_is_refused(
+    tmp_path: Path,
+) -> None:
+    from memoryport.config import load_config
+    from memoryport.plugins.general import load_enabled
+
+    home = _home(tmp_path, provider="hindsight")
+    results = load_enabled(load_config(home), home)
+    assert [r.name for r in results] == ["hindsight"]
+    assert not results[0].ok and "both memory.provider and in plugins.enabled" in results[0].error
+
+
+def test_load_reports_tools_hooks_and_what_is_never_fired(tmp_path: Path) -> None:
+    result = load_general("hindsight", tmp_path)
+    assert result.ok
+    data = result.to_dict()
+    assert data["tools"] == ["hindsight_retain", "hindsight_recall", "hindsight_reflect"]
+    assert data["hooks"] == ["post_llm_call", "pre_llm_call"]
+    assert data["inactive_hooks"] == [] and data["warnings"] == []
+    assert result.provider is not None
+    result.provider.shutdown()
