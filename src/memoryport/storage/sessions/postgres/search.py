@@ -24,6 +24,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from memoryport.storage.sessions.postgres import rank
 from memoryport.storage.sessions.postgres.dialect import (
     compile_ilike,
     compile_tsquery,
@@ -33,10 +34,17 @@ from memoryport.storage.sessions.postgres.dialect import (
     message_from_row,
 )
 from memoryport.storage.sessions.postgres.migrations import CJK_REGEX, ts_config
+from memoryport.storage.sessions.postgres.rank import Scope
 from memoryport.storage.sessions.query import ParsedQuery, iter_terms, make_snippet
 from memoryport.storage.sessions.records import MessageRecord, SearchHit, SortOrder
 from memoryport.storage.sessions.rows import HIT_COLUMNS, MESSAGE_COLUMNS, shape_window
-from memoryport.storage.sessions.temporal import RERANK_DEPTH, TimeHint, rerank, time_hint
+from memoryport.storage.sessions.temporal import (
+    CONTEXT_DEPTH,
+    RERANK_DEPTH,
+    TimeHint,
+    rerank,
+    time_hint,
+)
 from memoryport.storage.timeexpr import has_time_words
 
 __all__ = ["fetch_windows", "run_search", "snippets_for"]
@@ -67,6 +75,8 @@ def run_search(
     plan = parsed.plan()
     if parsed.root is None or plan == "empty":
         return [], ""
+    if plan == "fts" and sort == "relevance":
+        return _relevance(cur, schema, parsed, scope, limit, offset, snippets)
     hint = TimeHint((), False)
     if sort == "relevance" and plan != "like":
         hint = time_hint(parsed.raw, _latest(cur, schema) if has_time_words(parsed.raw) else None)
@@ -75,6 +85,68 @@ def run_search(
         hits, compiled = _search(cur, schema, parsed, plan, scope, sort, depth, 0, snippets)
         return _time_rerank(cur, schema, hits, hint)[offset : offset + limit], compiled
     return _search(cur, schema, parsed, plan, scope, sort, limit, offset, snippets)
+
+
+def _relevance(
+    cur: Cursor,
+    schema: sql.Identifier,
+    parsed: ParsedQuery,
+    scope: Scope,
+    limit: int,
+    offset: int,
+    snippets: bool,
+) -> tuple[list[SearchHit], str]:
+    """Word-index relevance search: bounded candidates, context re-rank, literals first,
+    then one query for the page (see :mod:`~memoryport.storage.sessions.postgres.rank`)."""
+    assert parsed.root is not None
+    compiled = rank.tsquery_text(cur, schema, parsed.root)
+    if not compiled:
+        return [], compiled
+    hint = time_hint(parsed.raw, _latest(cur, schema) if has_time_words(parsed.raw) else None)
+    weights = rank.weights_for(parsed, "fts", hint)
+    need = max(offset + limit, CONTEXT_DEPTH) if weights else offset + limit
+    scores: dict[int, float] = {}
+    ranked = rank.ranked_ids(cur, schema, parsed, compiled, scope, need, scores)
+    if weights:
+        ranked = rank.rerank_context(
+            cur, schema, ranked, scores, hint, (parsed.raw, scope), weights
+        )
+    if parsed.literals:
+        ranked = rank.literal_first(cur, schema, parsed.literals, scope, offset + limit, ranked)
+    page = ranked[offset : offset + limit]
+    return _hydrate(cur, schema, parsed, page, compiled if snippets else ""), compiled
+
+
+def _hydrate(
+    cur: Cursor,
+    schema: sql.Identifier,
+    parsed: ParsedQuery,
+    page: Sequence[tuple[int, float]],
+    compiled: str,
+) -> list[SearchHit]:
+    """Hits for ``page`` in order; ``ts_headline`` snippets when ``compiled`` is set."""
+    if not page:
+        return []
+    headline = sql.SQL("ts_headline({cfg}, m.content, %s::tsquery, %s)" if compiled else "NULL")
+    query = sql.SQL(
+        "SELECT {cols}, {headline} FROM {s}.messages m JOIN {s}.sessions s"
+        " ON s.id = m.session_id WHERE m.id = ANY(%s)"
+    ).format(cols=sql.SQL(HIT_COLUMNS), headline=headline.format(cfg=ts_config(schema)), s=schema)
+    params = [compiled, _HEADLINE_OPTIONS] if compiled else []
+    rows = {int(r[0]): r for r in cur.execute(query, [*params, [i for i, _ in page]])}
+    needles = [t.text for t in iter_terms(parsed.root, negated=False)]
+    hits = []
+    for message_id, score in page:
+        row = rows.get(message_id)
+        if row is None:
+            continue
+        message = message_from_row(row)
+        snippet = ""
+        if compiled:
+            text = decode_text(row[15]) or ""
+            snippet = text if ">>>" in text else make_snippet(message.content, needles)
+        hits.append(hit_from_row(message, row, snippet, score))
+    return hits
 
 
 def snippets_for(

@@ -1,0 +1,338 @@
+"""Relevance ranking of the PostgreSQL session store, the twin of the SQLite one.
+
+The steps and constants are those of :mod:`memoryport.storage.sessions.sqlite.search`,
+with ``ts_rank_cd`` (cover density, normalised by length) in place of BM25, so both
+backends rank alike:
+
+* **A bounded candidate set.** A query matching at most :data:`RELEVANCE_WINDOW`
+  messages ranks all of them; a more common one ranks its newest
+  :data:`RELEVANCE_WINDOW` matches (``ORDER BY id DESC LIMIT`` inside a ``MATERIALIZED``
+  CTE, so ``ts_rank_cd`` never runs over hundreds of thousands of rows), widened eight
+  times over when the scope filters out too many. An OR of terms ranks its rarest terms'
+  matches exactly first (very common terms then act as stopwords).
+* **Context re-rank.** Natural-language queries of two or more terms are re-ordered by
+  :func:`~memoryport.storage.sessions.temporal.context_rerank` (neighbours, session,
+  speaker and time signals) over the top :data:`CONTEXT_DEPTH` candidates; other queries
+  with time hints by its time signals alone (``TIME_ONLY``).
+* **Literal text first.** Punctuated text the word index drops (``what?``, ``a/b``) ranks
+  the messages containing it literally first; when the ranked candidates hold too few,
+  the newest matches of the literal's words are checked (at most :data:`LITERAL_SCAN`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Sequence
+from operator import itemgetter
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from memoryport.storage.sessions.postgres.dialect import (
+    compile_tsquery,
+    decode_text,
+    encode_text,
+)
+from memoryport.storage.sessions.postgres.migrations import ts_config
+from memoryport.storage.sessions.query import Node, Or, ParsedQuery, Term, literal_node
+from memoryport.storage.sessions.temporal import (
+    CONTEXT_DEPTH,
+    SESSION_SCAN,
+    TIME_ONLY,
+    WEIGHTS,
+    ContextRow,
+    ContextWeights,
+    TimeHint,
+    context_rerank,
+    session_totals,
+)
+
+__all__ = [
+    "LITERAL_SCAN",
+    "RELEVANCE_WINDOW",
+    "Scope",
+    "filter_scope",
+    "literal_first",
+    "natural",
+    "ranked_ids",
+    "rerank_context",
+    "tsquery_text",
+    "weights_for",
+]
+
+Cursor = psycopg.Cursor[Any]
+Scope = tuple[sql.Composable, list[Any]]
+Ranked = list[tuple[int, float]]
+
+RELEVANCE_WINDOW = 1500
+"""Relevance ranks at most this many of the newest matches first (as SQLite does)."""
+LITERAL_SCAN = 20000
+"""At most this many word-index matches (newest first) are checked for literal text."""
+
+
+def natural(parsed: ParsedQuery) -> bool:
+    """True for a natural-language query of two or more terms (no boolean syntax or
+    prefix, not only phrases): the queries the context signals re-rank."""
+    terms = parsed.terms
+    if parsed.explicit or len(terms) < 2 or any(t.prefix for t in terms):
+        return False
+    return not all(t.quoted for t in terms)
+
+
+def weights_for(parsed: ParsedQuery, plan: str, hint: TimeHint) -> ContextWeights | None:
+    """The re-rank weights of a relevance search (``None``: plain ranking order)."""
+    if plan == "fts" and natural(parsed):
+        return WEIGHTS
+    return TIME_ONLY if hint else None
+
+
+def tsquery_text(cur: Cursor, schema: sql.Identifier, node: Node) -> str:
+    """The normalised tsquery of ``node`` ("" when only stopwords or negations remain)."""
+    row = cur.execute(
+        sql.SQL("SELECT q::text, querytree(q) FROM to_tsquery({cfg}, %s) AS q").format(
+            cfg=ts_config(schema)
+        ),
+        (compile_tsquery(node),),
+    ).fetchone()
+    if row is None or not row[0] or row[1] == "T":
+        return ""
+    return str(row[0])
+
+
+def filter_scope(cur: Cursor, schema: sql.Identifier, ids: list[int], scope: Scope) -> set[int]:
+    """The subset of ``ids`` inside ``scope`` (every one when the scope is empty)."""
+    where, params = scope
+    if not params or not ids:
+        return set(ids)
+    query = sql.SQL(
+        "SELECT m.id FROM {s}.messages m JOIN {s}.sessions s ON s.id = m.session_id"
+        " WHERE m.id = ANY(%s){where}"
+    ).format(s=schema, where=where)
+    return {int(r[0]) for r in cur.execute(query, [ids, *params])}
+
+
+def _count_upto(cur: Cursor, schema: sql.Identifier, compiled: str, cap: int) -> int:
+    query = sql.SQL(
+        "SELECT count(*) FROM (SELECT 1 FROM {s}.messages m"
+        " WHERE m.tsv @@ CAST(%s AS tsquery) LIMIT %s) AS x"
+    ).format(s=schema)
+    row = cur.execute(query, (compiled, cap + 1)).fetchone()
+    return int(row[0]) if row else 0
+
+
+_ALL = (
+    "SELECT m.id, ts_rank_cd(m.tsv, q, 1) FROM {s}.messages m, CAST(%s AS tsquery) AS q"
+    " WHERE m.tsv @@ q"
+)
+_NEWEST = (
+    "WITH c AS MATERIALIZED (SELECT m.id, m.tsv FROM {s}.messages m"
+    " WHERE m.tsv @@ CAST(%s AS tsquery) ORDER BY m.id DESC LIMIT %s)"
+    " SELECT c.id, ts_rank_cd(c.tsv, CAST(%s AS tsquery), 1) FROM c"
+)
+
+
+def _rank(
+    cur: Cursor,
+    schema: sql.Identifier,
+    compiled: str,
+    scope: Scope,
+    need: int,
+    window: int | None,
+    scores: dict[int, float],
+) -> Ranked:
+    """Rank every match (``window=None``) or the newest ``window`` ones, widened when the
+    scope leaves fewer than ``need``; ``scores`` receives every match read, in scope or
+    not. Ties: the newest first."""
+    chunk = max(need * 4, 64)
+    while True:
+        if window is None:
+            rows = cur.execute(sql.SQL(_ALL).format(s=schema), (compiled,)).fetchall()
+        else:
+            params = (compiled, window, compiled)
+            rows = cur.execute(sql.SQL(_NEWEST).format(s=schema), params).fetchall()
+        ordered = sorted(((int(i), float(v)) for i, v in rows), key=lambda r: (-r[1], -r[0]))
+        scores.update(ordered)
+        kept: Ranked = []
+        for start in range(0, len(ordered), chunk):
+            part = ordered[start : start + chunk]
+            keep = filter_scope(cur, schema, [r[0] for r in part], scope)
+            kept.extend(r for r in part if r[0] in keep)
+            if len(kept) >= need:
+                return kept
+        if window is None or len(rows) < window:
+            return kept
+        window *= 8
+
+
+def ranked_ids(
+    cur: Cursor,
+    schema: sql.Identifier,
+    parsed: ParsedQuery,
+    compiled: str,
+    scope: Scope,
+    need: int,
+    scores: dict[int, float],
+) -> Ranked:
+    """Relevance order over a bounded candidate set (see the module docstring)."""
+    root = parsed.root
+    if not (isinstance(root, Or) and all(isinstance(c, Term) for c in root.children)):
+        return _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores)
+    if _count_upto(cur, schema, compiled, RELEVANCE_WINDOW) <= RELEVANCE_WINDOW:
+        return _rank(cur, schema, compiled, scope, need, None, scores)
+    ranked: Ranked = []
+    selective = _selective(cur, schema, root)
+    if selective:
+        ranked = _rank(cur, schema, selective, scope, need, None, scores)
+        if len(ranked) >= need:
+            return ranked
+    seen = {i for i, _ in ranked}
+    more = _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores)
+    return ranked + [r for r in more if r[0] not in seen]
+
+
+def _selective(cur: Cursor, schema: sql.Identifier, root: Or) -> str:
+    """The tsquery of an OR's rarest terms (total matches <= the window), or ""."""
+    counted = []
+    for position, child in enumerate(root.children):
+        text = tsquery_text(cur, schema, child)
+        if text:
+            counted.append((_count_upto(cur, schema, text, RELEVANCE_WINDOW), position, text))
+    chosen, total = [], 0
+    for matches, _, text in sorted(counted):
+        if total + matches > RELEVANCE_WINDOW:
+            break
+        chosen.append(f"({text})")
+        total += matches
+    return " | ".join(chosen)
+
+
+_CONTEXT = (
+    "SELECT m.id, m.session_id, m.timestamp, m.content,"
+    " (SELECT max(x.id) FROM {s}.messages x WHERE x.session_id = m.session_id AND x.id < m.id),"
+    " (SELECT min(x.id) FROM {s}.messages x WHERE x.session_id = m.session_id AND x.id > m.id),"
+    " m.metadata, m.role FROM {s}.messages m WHERE m.id = ANY(%s)"
+)
+
+
+def _speaker(metadata: str | None, role: str) -> Any:
+    """``metadata["speaker"]``, else ``metadata["name"]``, else the role (as SQLite's
+    ``json_extract`` reads them: a value that is not a string counts as no name)."""
+    try:
+        found = json.loads(metadata) if metadata else None
+    except ValueError:
+        found = None
+    if isinstance(found, dict):
+        for key in ("speaker", "name"):
+            if found.get(key) is not None:
+                return found[key]
+    return role
+
+
+def _context_rows(cur: Cursor, schema: sql.Identifier, ids: list[int]) -> dict[int, ContextRow]:
+    rows = cur.execute(sql.SQL(_CONTEXT).format(s=schema), (ids,)).fetchall()
+    return {
+        int(r[0]): (
+            int(r[0]),
+            str(r[1]),
+            float(r[2]),
+            decode_text(r[3]) or "",
+            None if r[4] is None else int(r[4]),
+            None if r[5] is None else int(r[5]),
+            _speaker(r[6], str(r[7])),
+        )
+        for r in rows
+    }
+
+
+def rerank_context(
+    cur: Cursor,
+    schema: sql.Identifier,
+    ranked: Ranked,
+    scores: dict[int, float],
+    hint: TimeHint,
+    search: tuple[str, Scope],
+    weights: ContextWeights,
+) -> Ranked:
+    """Re-rank the top ``CONTEXT_DEPTH`` candidates and their matching neighbours in
+    ``search``'s scope (the query, the scope) with :func:`context_rerank`."""
+    query, scope = search
+    top = ranked[:CONTEXT_DEPTH]
+    rows = _context_rows(cur, schema, [i for i, _ in top])
+    near = {n for r in rows.values() for n in r[4:6] if n in scores and n not in rows}
+    if near and (weights.prev or weights.next):
+        rows.update(_context_rows(cur, schema, sorted(filter_scope(cur, schema, [*near], scope))))
+    sessions: dict[str, float] = {}
+    if weights.session:
+        best = heapq.nlargest(SESSION_SCAN, scores.items(), key=itemgetter(1))
+        owner = {i: r[1] for i, r in rows.items()}
+        missing = [i for i, _ in best if i not in owner]
+        if missing:
+            found = cur.execute(
+                sql.SQL("SELECT id, session_id FROM {s}.messages WHERE id = ANY(%s)").format(
+                    s=schema
+                ),
+                (missing,),
+            )
+            owner.update((int(i), str(s)) for i, s in found)
+        sessions = session_totals(best, owner)
+    events: dict[int, list[tuple[float, float]]] = {}
+    if hint.events and weights.event and rows:
+        found = cur.execute(
+            sql.SQL(
+                "SELECT message_id, start_at, end_at FROM {s}.message_events"
+                " WHERE message_id = ANY(%s)"
+            ).format(s=schema),
+            (list(rows),),
+        )
+        for message_id, start, end in found:
+            events.setdefault(int(message_id), []).append((float(start), float(end)))
+    candidates = sorted(rows.values(), key=lambda r: (-scores.get(r[0], 0.0), -r[0]))
+    order = context_rerank(
+        candidates, scores, hint, query=query, sessions=sessions, events=events, weights=weights
+    )
+    return order + [r for r in ranked[CONTEXT_DEPTH:] if r[0] not in rows]
+
+
+def literal_first(
+    cur: Cursor,
+    schema: sql.Identifier,
+    literals: Sequence[str],
+    scope: Scope,
+    need: int,
+    ranked: Ranked,
+) -> Ranked:
+    """``ranked`` with the messages containing every literal (case-insensitive) first:
+    those already ranked keep their order, then the newest others a bounded scan finds."""
+    node = literal_node(literals)
+    expr = tsquery_text(cur, schema, node) if node is not None else ""
+    if not expr:
+        return ranked
+    checks = sql.SQL(" AND ").join(
+        [sql.SQL("strpos(lower(m.content), lower(%s)) > 0")] * len(literals)
+    )
+    encoded = [encode_text(lit) for lit in literals]
+    top = [i for i, _ in ranked[:need]]
+    check = sql.SQL("SELECT m.id FROM {s}.messages m WHERE m.id = ANY(%s) AND {c}").format(
+        s=schema, c=checks
+    )
+    hit = {int(r[0]) for r in cur.execute(check, [top, *encoded])}
+    found = [i for i in top if i in hit]
+    if len(found) < need:
+        where, params = scope
+        walk = sql.SQL(
+            "WITH w AS MATERIALIZED (SELECT m.id FROM {s}.messages m"
+            " WHERE m.tsv @@ CAST(%s AS tsquery) ORDER BY m.id DESC LIMIT %s)"
+            " SELECT m.id FROM w JOIN {s}.messages m ON m.id = w.id"
+            " JOIN {s}.sessions s ON s.id = m.session_id WHERE {c}{where}"
+            " ORDER BY m.id DESC LIMIT %s"
+        ).format(s=schema, c=checks, where=where)
+        known = set(found)
+        rows = cur.execute(walk, [expr, LITERAL_SCAN, *encoded, *params, need + len(found)])
+        found.extend(i for i in (int(r[0]) for r in rows) if i not in known)
+    literal = set(found)
+    first = [r for r in ranked if r[0] in literal]
+    seen = {i for i, _ in first}
+    first += [(i, 0.0) for i in found if i not in seen]
+    return first + [r for r in ranked if r[0] not in literal]
