@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryport.errors import MemoryportError
+from memoryport.providers.curated.backends import audit_log_for
 from memoryport.storage.audit import DB_NAME, DEFAULT_RETENTION_DAYS, AuditEvent, AuditLog
 from memoryport.types import ContextPair, SessionContext
 
@@ -70,7 +71,7 @@ def audit_log(home: Path) -> AuditLog:
     with _logs_lock:
         found = _logs.get(key)
         if found is None:
-            found = _logs[key] = AuditLog(path)
+            found = _logs[key] = audit_log_for(home)
         _logs.move_to_end(key)
         while len(_logs) > OPEN_LOGS:
             _, evicted = _logs.popitem(last=False)

@@ -47,7 +47,7 @@ __all__ = ["PostgresCuratedBackend"]
 
 _T = TypeVar("_T")
 _PRUNE_EVERY = 100
-_XID = "pg_current_xact_id()::text::bigint % 4294967296"
+_XID = "pg_current_xact_id()::text::bigint %% 4294967296"
 _KEY = "profile = %s AND user_id = %s AND target = %s"
 _HISTORY_COLUMNS = (
     "rev, ts, action, source, session_id, tool_call_id, by_user, before, after, changes, "

@@ -35,7 +35,7 @@ from memoryport.storage.sessions import migrate as runner
 from memoryport.storage.sessions.postgres.connect import CONNECT_TIMEOUT_S, check_connection
 from memoryport.storage.sessions.postgres.migrations import SCOPE_SETTING
 
-__all__ = ["MIGRATIONS", "POLICIES", "Database", "database", "migrate"]
+__all__ = ["MIGRATIONS", "POLICIES", "Database", "close_databases", "database", "migrate"]
 
 T = TypeVar("T")
 Cursor = psycopg.Cursor[Any]
@@ -254,3 +254,12 @@ def database(dsn: str, schema: str, scope: str) -> Database:
         if found is None:
             found = _DATABASES[key] = Database(dsn, schema, scope)
         return found
+
+
+def close_databases(schema: str | None = None) -> int:
+    """Close the shared databases of ``schema`` (every one when None); return how many."""
+    with _DATABASES_LOCK:
+        chosen = [db for db in _DATABASES.values() if schema is None or db.schema == schema]
+    for db in chosen:
+        db.close()
+    return len(chosen)

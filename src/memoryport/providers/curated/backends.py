@@ -1,4 +1,5 @@
-"""Which backend holds a home's curated memory: the one place that reads ``storage:``.
+"""Which backend holds a home's curated memory and audit log: the one place that reads
+``storage:`` for them.
 
 ``storage.backend: sqlite`` (the default) keeps ``MEMORY.md``/``USER.md`` as files under
 the home; ``storage.backend: postgres`` keeps them as rows in the ``storage.dsn``
@@ -13,9 +14,10 @@ from pathlib import Path
 
 from memoryport.config import StorageSettings, load_config, profile_name
 from memoryport.errors import ConfigError, MemoryportError
+from memoryport.storage.audit import DB_NAME, AuditLog
 from memoryport.storage.curated_targets import CuratedBackend, FileBackend
 
-__all__ = ["backend_for", "default_backend"]
+__all__ = ["audit_log_for", "backend_for", "default_backend"]
 
 log = logging.getLogger(__name__)
 
@@ -46,3 +48,19 @@ def default_backend(home: Path) -> CuratedBackend:
         log.warning("curated memory: %s; using the files under %s", exc, home)
         return FileBackend()
     return backend_for(storage, home)
+
+
+def audit_log_for(home: Path) -> AuditLog:
+    """The audit log of ``home``: ``<home>/audit.db``, or the ``audit_*`` tables of the
+    ``storage.dsn`` database with ``storage.backend: postgres`` (a broken config: the file).
+    """
+    path = Path(home) / DB_NAME
+    try:
+        storage = load_config(home).storage
+    except MemoryportError:
+        return AuditLog(path)
+    if storage.backend != "postgres" or not storage.dsn:
+        return AuditLog(path)
+    from memoryport.storage.postgres_audit import PostgresAuditLog
+
+    return PostgresAuditLog(storage.dsn, profile=profile_name(home), path=path)
