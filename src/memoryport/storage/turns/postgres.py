@@ -18,6 +18,7 @@ import time
 from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
@@ -29,7 +30,8 @@ from memoryport.storage.sessions.temporal import event_rows, has_temporal_expres
 from memoryport.storage.turns import index as base
 from memoryport.storage.turns import postgres_schema as pgschema
 from memoryport.storage.turns import vectors
-from memoryport.storage.turns.postgres_terms import bm25_sql, phrase_terms, terms
+from memoryport.storage.turns.postgres_query import COLUMNS, ranked
+from memoryport.storage.turns.postgres_terms import phrase_terms, terms
 from memoryport.storage.turns.rank import Components, Weights
 from memoryport.storage.turns.schema import BLOCK_TURNS
 
@@ -38,11 +40,6 @@ __all__ = ["PostgresTurnIndex"]
 T = TypeVar("T")
 Cursor = psycopg.Cursor[Any]
 _Row = tuple[int, str, int, str, str, float, str, int]
-_COLUMNS = "t.id, t.session_id, t.position, t.speaker, t.text, t.timestamp, t.source_id, t.temporal"
-
-_MAIN = bm25_sql("turn_terms", "turn_id", "p.dl", "", "turn")
-_BLOCKS = bm25_sql("block_terms", "block_id", "d.length",
-                   "JOIN {s}.turn_blocks d ON d.id = p.block_id", "block")
 
 
 class PostgresTurnIndex(base.TurnIndex):
@@ -63,14 +60,17 @@ class PostgresTurnIndex(base.TurnIndex):
         embedder: vectors.Embedder | None = None,
         dense: bool = True,
     ) -> None:
+        # The SQLite index's own set-up, on a throwaway in-memory database: every
+        # attribute its ranking code keeps (weights, embedder, lock, caches) exists here
+        # too, whatever that code adds later. Its connection is closed at once.
+        super().__init__(Path(":memory:"), weights=weights, embedder=embedder, dense=dense)
+        self._conn.close()
         self.dsn = dsn
         self.schema = schema
-        self.path = describe_dsn(dsn)  # type: ignore[assignment]  # where, for messages
-        self.weights = weights or Weights()
-        self.embedder = embedder if embedder is not None or not dense else vectors.load_default()
-        self._lock = threading.Lock()
-        self._scope = threading.local()  # the scope of this thread's candidates() call
+        self.path = Path(describe_dsn(dsn))  # where the turns are, for messages
+        self._local = threading.local()  # this thread's search: its scope and prefetched rows
         self._s = sql.Identifier(schema)
+        self._search = ranked(self._s)
         check_connection(dsn)
         try:
             self._pg = psycopg.connect(dsn, autocommit=True, application_name="memoryport")
@@ -78,7 +78,7 @@ class PostgresTurnIndex(base.TurnIndex):
             raise StoreError(f"cannot open the turn index on {self.path}: {exc}") from exc
         try:
             pgschema.migrate(self._pg, schema)
-            self._pg.autocommit = False
+            self._current: str | None = None  # the scope the connection is set to
             self._vector_type = self._run(self._vec_type, "open")
         except (psycopg.Error, StoreError) as exc:
             self._pg.close()
@@ -92,16 +92,31 @@ class PostgresTurnIndex(base.TurnIndex):
         return (text if isinstance(text, sql.SQL) else sql.SQL(text)).format(s=self._s)
 
     def _run(self, fn: Callable[[Cursor], T], what: str, scope: str = "") -> T:
-        """``fn`` in one transaction scoped to ``scope`` (caller holds no lock)."""
+        """``fn`` in one transaction scoped to ``scope`` (takes the lock)."""
         with self._lock:
-            if self._pg.closed:
-                raise StoreError(f"the turn index on {self.path} is closed")
-            try:
-                with self._pg.transaction(), self._pg.cursor() as cur:
-                    pgschema.set_scope(cur, scope)
+            return self._call(fn, what, scope, write=True)
+
+    def _call(self, fn: Callable[[Cursor], T], what: str, scope: str, *, write: bool) -> T:
+        """``fn`` with the connection scoped to ``scope``: a write in one transaction, a
+        read (one statement) as it is (the caller holds the lock).
+
+        The scope is a session setting, changed only when a call names another user, so
+        a read is one round trip; it is set outside any transaction, so no rollback can
+        undo it behind the cached value."""
+        if self._pg.closed:
+            raise StoreError(f"the turn index on {self.path} is closed")
+        try:
+            if self._current != scope:
+                self._current = None
+                pgschema.set_scope(self._pg, scope)
+                self._current = scope
+            with self._pg.cursor() as cur:
+                if not write:
                     return fn(cur)
-            except psycopg.Error as exc:
-                raise StoreError(f"turn index {what} failed on {self.path}: {exc}") from exc
+                with self._pg.transaction():
+                    return fn(cur)
+        except psycopg.Error as exc:
+            raise StoreError(f"turn index {what} failed on {self.path}: {exc}") from exc
 
     def _vec_type(self, cur: Cursor) -> str:
         row = cur.execute(
@@ -237,56 +252,52 @@ class PostgresTurnIndex(base.TurnIndex):
     def candidates(self, query: str, *, user_id: str | None = None
                    ) -> tuple[list[_Row], list[Components]]:
         """As :meth:`TurnIndex.candidates`; the scope is set for this thread's queries."""
-        self._scope.value = base._scope(user_id)
+        self._local.scope = base._scope(user_id)
         return super().candidates(query, user_id=user_id)
 
     def _read(self, fn: Callable[[Cursor], T], scope: str) -> T:
-        """A read inside :meth:`candidates` (which already holds the lock)."""
-        if self._pg.closed:
-            raise StoreError(f"the turn index on {self.path} is closed")
-        try:
-            with self._pg.transaction(), self._pg.cursor() as cur:
-                pgschema.set_scope(cur, scope)
-                return fn(cur)
-        except psycopg.Error as exc:
-            raise StoreError(f"turn index read failed on {self.path}: {exc}") from exc
+        """A one-statement read inside :meth:`candidates` (the caller holds the lock)."""
+        return self._call(fn, "read", scope, write=False)
 
     def _main_scores(self, match: str, scope: str
                      ) -> tuple[dict[tuple[str, int], float], list[_Row]]:
+        """The best turns by BM25 (see :meth:`TurnIndex._main_scores`); the same one
+        statement (:mod:`.postgres_query`) also fetches what :meth:`_block_scores`,
+        :meth:`_candidate_rows` and :meth:`_latest` return next, kept for this thread."""
+        local = self._local
+        local.blocks, local.extra, local.covered, local.latest = {}, {}, set(), None
         words = phrase_terms(match)
         if not words:
+            local.latest = self._latest_now(scope)
             return {}, []
-
-        def run(cur: Cursor) -> list[tuple[Any, ...]]:
-            return cur.execute(self._q(sql.SQL(
-                "WITH r AS ({rank}) SELECT " + _COLUMNS + ", r.score FROM r"
-                " JOIN {s}.turns t ON t.id = r.turn_id ORDER BY r.score DESC, t.id"
-            ).format(rank=_MAIN, s=self._s).as_string(cur)), self._params(words, scope)).fetchall()
-        rows = self._read(run, scope)
-        return ({(r[1], r[2]): float(r[-1]) for r in rows},
-                [tuple(r[:-1]) for r in rows])
-
-    @staticmethod
-    def _params(words: list[str], scope: str) -> dict[str, Any]:
         counts = Counter(words)
-        return {"terms": list(counts), "weights": list(counts.values()), "user": scope,
-                "depth": base.MAIN_DEPTH}
+        params = {"terms": list(counts), "weights": list(counts.values()), "user": scope,
+                  "depth": base.MAIN_DEPTH, "session_depth": base.SESSION_DEPTH,
+                  "block_turns": BLOCK_TURNS}
+        rows = self._read(lambda c: c.execute(self._search, params).fetchall(), scope)
+        found = sorted((r for r in rows if r[0] == 0), key=lambda r: (-r[-1], r[1]))
+        blocks = sorted((r for r in rows if r[0] == 2), key=lambda r: (-r[-1], r[1]))
+        local.blocks = {(r[2], r[3]): float(r[-1]) for r in blocks}
+        local.extra = {(r[2], r[3]): tuple(r[1:-1]) for r in rows if r[0] == 1}
+        local.latest = next((r[6] for r in rows if r[0] == 3), None)
+        covered: set[tuple[str, int]] = set()
+        for r in found:
+            covered.update(((r[2], r[3] - 1), (r[2], r[3] + 1)))
+        for session, number in list(local.blocks)[:base.SESSION_DEPTH]:
+            lo = number * BLOCK_TURNS
+            covered.update((session, p) for p in range(lo, lo + BLOCK_TURNS))
+        local.covered = covered
+        return ({(r[2], r[3]): float(r[-1]) for r in found}, [tuple(r[1:-1]) for r in found])
 
     def _block_scores(self, match: str, scope: str) -> dict[tuple[str, int], float]:
-        words = phrase_terms(match)
-        if not words:
-            return {}
-
-        def run(cur: Cursor) -> list[tuple[Any, ...]]:
-            return cur.execute(self._q(sql.SQL(
-                "WITH r AS ({rank}) SELECT b.session_id, b.block, r.score FROM r"
-                " JOIN {s}.turn_blocks b ON b.id = r.block_id"
-            ).format(rank=_BLOCKS, s=self._s).as_string(cur)),
-                self._params(words, scope)).fetchall()
-        return {(s, b): float(v) for s, b, v in self._read(run, scope)}
+        """The session-block scores fetched by :meth:`_main_scores`."""
+        return dict(self._local.blocks)
 
     def _candidate_rows(self, scope: str, main: dict[tuple[str, int], float],
                         blocks: dict[tuple[str, int], float], found: list[_Row]) -> list[_Row]:
+        """``found`` and the main turns' neighbours and the best blocks' turns (as
+        :meth:`TurnIndex._candidate_rows`), from what :meth:`_main_scores` fetched; a
+        key it did not cover is read here."""
         keys: set[tuple[str, int]] = set()
         for session, position in main:
             keys.update(((session, position - 1), (session, position), (session, position + 1)))
@@ -295,16 +306,23 @@ class PostgresTurnIndex(base.TurnIndex):
             lo = number * BLOCK_TURNS
             keys.update((session, p) for p in range(lo, lo + BLOCK_TURNS))
         keys.difference_update(main)
-        if not keys:
-            return list(found)
-        ordered = sorted(keys)
-        rows = self._read(lambda c: c.execute(self._q(
-            "SELECT " + _COLUMNS + " FROM unnest(%s::text[], %s::int[]) AS k(s, p)"
-            " JOIN {s}.turns t ON t.user_id = %s AND t.session_id = k.s AND t.position = k.p"),
-            ([k[0] for k in ordered], [k[1] for k in ordered], scope)).fetchall(), scope)
-        return list(found) + [tuple(r) for r in rows]
+        extra: dict[tuple[str, int], _Row] = self._local.extra
+        rows = [extra[k] for k in sorted(keys) if k in extra]
+        missing = sorted(keys - self._local.covered)
+        if missing:
+            rows += [tuple(r) for r in self._read(lambda c: c.execute(self._q(
+                "SELECT " + COLUMNS + " FROM unnest(%s::text[], %s::int[]) AS k(s, p)"
+                " JOIN {s}.turns t ON t.user_id = %s AND t.session_id = k.s"
+                " AND t.position = k.p"),
+                ([k[0] for k in missing], [k[1] for k in missing], scope)).fetchall(), scope)]
+        return list(found) + rows
 
     def _latest(self, scope: str) -> float | None:
+        """The scope's latest turn time, fetched by :meth:`_main_scores`."""
+        latest = self._local.latest
+        return float(latest) if latest is not None else None
+
+    def _latest_now(self, scope: str) -> float | None:
         row = self._read(lambda c: c.execute(self._q(
             "SELECT max(timestamp) FROM {s}.turns WHERE user_id = %s"), (scope,)).fetchone(),
             scope)
@@ -314,7 +332,7 @@ class PostgresTurnIndex(base.TurnIndex):
         ids = [r[0] for r in rows if r[7]]
         if not ids:
             return set()
-        scope: str = self._scope.value
+        scope: str = self._local.scope
         with self._lock:
             found = self._read(lambda c: c.execute(self._q(
                 "SELECT turn_id, start_at, end_at FROM {s}.turn_events"
@@ -326,7 +344,7 @@ class PostgresTurnIndex(base.TurnIndex):
         if self.embedder is None or not rows:
             return [0.0] * len(rows)
         qvec = self.embedder.embed([query])[0]
-        scope: str = self._scope.value
+        scope: str = self._local.scope
         column = "vec::real[]" if self._vector_type.startswith("vector") else "vec"
         with self._lock:
             stored = dict(self._read(lambda c: c.execute(self._q(

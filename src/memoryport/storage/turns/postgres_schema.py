@@ -25,7 +25,7 @@ Tables (every one carries ``user_id``, ``''`` for rows without a user):
 
 Row-level security: every table has a ``user_scope`` policy (``FORCE``d, so it binds the
 owner too): a connection sees and writes only the rows of the user named in its
-:data:`SCOPE_SETTING`. The stores set it in every transaction to the scope of the call.
+:data:`SCOPE_SETTING`; the stores set it (per connection) to the user of each call.
 """
 
 from __future__ import annotations
@@ -70,9 +70,10 @@ POLICY = f"{_SCOPE} LIKE '=%' AND user_id = substr({_SCOPE}, 2)"
 """The ``USING``/``WITH CHECK`` expression of every table's ``user_scope`` policy."""
 
 
-def set_scope(cur: Cursor, user_id: str) -> None:
-    """Scope the open transaction to ``user_id`` (``''``: the rows without a user)."""
-    cur.execute("SELECT set_config(%s, %s, true)", (SCOPE_SETTING, "=" + user_id))
+def set_scope(conn: psycopg.Connection[Any], user_id: str) -> None:
+    """Scope the connection to ``user_id`` (``''``: the rows without a user) until the
+    next call; run it outside a transaction (a rollback would undo it)."""
+    conn.execute("SELECT set_config(%s, %s, false)", (SCOPE_SETTING, "=" + user_id))
 
 
 def enable_row_security(cur: Cursor, schema: sql.Identifier, tables: tuple[str, ...]) -> None:

@@ -86,31 +86,33 @@ def phrase_terms(match: str) -> list[str]:
 
 def bm25_sql(postings: str, key: str, length: str, join: str, kind: str) -> sql.SQL:
     """A query ranking the documents of ``postings`` (``{s}``-qualified table) for the
-    terms ``%(terms)s`` (with their phrase multiplicity ``%(weights)s``) in the scope
-    ``%(user)s``: ``(document key, score)`` best first, ``%(depth)s`` of them.
+    distinct terms ``%(terms)s`` (each with its phrase count in the query,
+    ``%(weights)s``) in the scope ``%(user)s``: ``(document key, score)`` best first,
+    ``%(depth)s`` of them.
 
-    ``key`` is the postings' document column, ``length`` the expression of a document's
-    length (from the postings row ``p`` or the joined table ``d``), ``join`` joins the
-    document table as ``d`` (or is empty) and ``kind`` names its ``term_stats`` row.
+    One index range per term (``LATERAL ... OFFSET 0`` keeps the planner from hashing a
+    whole scope's postings when its statistics are stale): each posting's document
+    frequency is the size of its term's partition. ``key`` is the postings' document
+    column, ``length`` the expression of a document's length (from the postings row ``p``
+    or the document table joined as ``d`` by ``join``), ``kind`` names the scope's
+    ``term_stats`` row.
     """
+    idf = "ln((st.n - x.n + 0.5) / (x.n + 0.5))"
     return sql.SQL(f"""
-        WITH q AS (
-            SELECT term, sum(w)::float8 AS w
-            FROM unnest(%(terms)s::text[], %(weights)s::int[]) AS x(term, w) GROUP BY term
-        ), st AS (
-            SELECT docs::float8 AS n_docs, tokens::float8 / greatest(docs, 1) AS avgdl
+        SELECT x.{key}, sum(x.w * CASE WHEN {idf} <= 0 THEN 1e-6 ELSE {idf} END
+            * x.tf * {K1 + 1} / (x.tf + {K1} * ({1 - B} + {B} * x.dl / st.avgdl))) AS score
+        FROM (
+            SELECT p.{key}, p.tf, p.dl, q.w::float8 AS w,
+                count(*) OVER (PARTITION BY q.term)::float8 AS n
+            FROM unnest(%(terms)s::text[], %(weights)s::int[]) AS q(term, w)
+            CROSS JOIN LATERAL (
+                SELECT p.{key}, p.tf::float8 AS tf, {length}::float8 AS dl
+                FROM {{s}}.{postings} p {join}
+                WHERE p.user_id = %(user)s AND p.term = q.term OFFSET 0
+            ) p
+        ) x, (
+            SELECT docs::float8 AS n, tokens::float8 / greatest(docs, 1) AS avgdl
             FROM {{s}}.term_stats WHERE user_id = %(user)s AND kind = '{kind}'
-        ), df AS (
-            SELECT p.term, count(*)::float8 AS n FROM {{s}}.{postings} p
-            WHERE p.user_id = %(user)s AND p.term IN (SELECT term FROM q) GROUP BY p.term
-        ), idf AS (
-            SELECT df.term, q.w, greatest(ln((st.n_docs - df.n + 0.5) / (df.n + 0.5)), 0)
-                AS v, st.avgdl
-            FROM df JOIN q USING (term) CROSS JOIN st
-        )
-        SELECT p.{key}, sum(idf.w * CASE WHEN idf.v <= 0 THEN 1e-6 ELSE idf.v END
-            * p.tf * {K1 + 1} / (p.tf + {K1} * (1 - {B} + {B} * {length} / idf.avgdl))) AS score
-        FROM {{s}}.{postings} p JOIN idf USING (term) {join}
-        WHERE p.user_id = %(user)s
-        GROUP BY p.{key} ORDER BY score DESC, p.{key} LIMIT %(depth)s
+        ) st
+        GROUP BY x.{key} ORDER BY score DESC, x.{key} LIMIT %(depth)s
     """)
