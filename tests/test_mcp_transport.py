@@ -5,9 +5,11 @@ JSON-RPC and a client that disconnects mid-request (nothing written, still servi
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -109,6 +111,85 @@ def test_stdio_subprocess_serves_tools_and_resources(tmp_path: Path) -> None:
     assert data(added)["success"] is True
     assert "stdio note" in memory_md.contents[0].text
     assert open_curated(tmp_path).entries("memory") == ["stdio note"]
+
+
+def test_stdio_large_answers_and_utf8_cross_the_wire_whole(tmp_path: Path) -> None:
+    # an answer of ~200 KB (many PIPE_BUF writes) and multi-byte text, both directions
+    params = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "--home", str(tmp_path),
+                                                         "serve"])
+    text = "näive café 😀 " * 12_000
+
+    async def body() -> tuple[Any, Any]:
+        async with Client(params) as client:
+            turn = data(await client.call_tool("remember_turn", {"user": text, "assistant": "ok"}))
+            session = await client.read_resource(f"memory://sessions/{turn['session_id']}")
+            return turn, session
+
+    turn, session = anyio.run(body)
+    assert turn["success"] is True
+    stored = json.loads(session.contents[0].text)
+    assert [m["content"] for m in stored["messages"]] == [text, "ok"]
+
+
+def test_stdio_wire_reassembles_lines_split_anywhere() -> None:
+    from memoryport.mcp.stdio import LoopWire
+
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    payload = "".join(json.dumps({"n": n, "text": "é😀" * n}) + "\n" for n in range(50)).encode()
+    answer = "x" * 300_000 + "\n"
+
+    def feed() -> None:  # the client side: odd-sized pieces, cutting characters in two
+        for start in range(0, len(payload), 7):
+            os.write(in_w, payload[start:start + 7])
+        os.close(in_w)
+
+    received = bytearray()
+
+    def drain() -> None:
+        while chunk := os.read(out_r, 1 << 16):
+            received.extend(chunk)
+
+    async def body() -> list[str]:
+        wire = LoopWire(in_r, out_w)
+        lines = [line async for line in wire]
+        await wire.write(answer)
+        await wire.flush()
+        os.close(out_w)
+        return lines
+
+    threads = [threading.Thread(target=feed), threading.Thread(target=drain)]
+    for thread in threads:
+        thread.start()
+    try:
+        lines = anyio.run(body)
+    finally:
+        for thread in threads:
+            thread.join(timeout=30)
+        os.close(in_r)
+        os.close(out_r)
+    assert [json.loads(line)["n"] for line in lines] == list(range(50))
+    assert all(line.endswith("\n") for line in lines)
+    assert json.loads(lines[7])["text"] == "é😀" * 7
+    assert received.decode() == answer
+
+
+def test_stdio_stray_output_goes_to_stderr_not_the_wire() -> None:
+    script = (
+        "import os, sys, anyio\n"
+        "from memoryport.mcp.stdio import claimed_stdio\n"
+        "async def main():\n"
+        "    with claimed_stdio() as wire:\n"
+        "        print('stray print'); sys.stdout.flush(); os.write(1, b'stray write\\n')\n"
+        "        line = [x async for x in wire][0]\n"
+        "        await wire.write('echo ' + line)\n"
+        "    print('after serving')\n"
+        "anyio.run(main)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], input="hello\n", text=True,
+                          capture_output=True, timeout=60, check=True)
+    assert done.stdout == "echo hello\nafter serving\n"  # fd 1 is back after serving
+    assert "stray print" in done.stderr and "stray write" in done.stderr
 
 
 def test_stdio_malformed_json_rpc_gets_errors_and_the_server_keeps_serving(

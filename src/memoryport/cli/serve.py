@@ -98,7 +98,9 @@ def serve_command(
             click.echo(f"memoryport MCP server on http://{host}:{port}{http_path}", err=True)
             anyio.run(_run_http, server, host, port, http_path)
         else:
-            anyio.run(server.mcp.run_stdio_async)
+            from memoryport.mcp.stdio import serve_stdio
+
+            anyio.run(serve_stdio, server.mcp)
     except KeyboardInterrupt:
         pass  # SIGINT/SIGTERM: a normal stop
     finally:
