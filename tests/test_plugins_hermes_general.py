@@ -192,3 +192,116 @@ def test_load_reports_tools_hooks_and_what_is_never_fired(tmp_path: Path) -> Non
     assert data["inactive_hooks"] == [] and data["warnings"] == []
     assert result.provider is not None
     result.provider.shutdown()
+
+
+def test_cli_enable_list_status_and_disable(tmp_path: Path, double: HindsightDouble) -> None:
+    from click.testing import CliRunner
+
+    from memoryport.cli import main
+    from memoryport.config import load_config
+
+    home = tmp_path / "home"
+    home.mkdir()
+    runner = CliRunner()
+    args = ["--home", str(home)]
+    refused = runner.invoke(main, [*args, "plugins", "enable", "no-such-plugin"])
+    assert refused.exit_code == 1 and "is not installed" in refused.output
+    assert not (home / "config.yaml").exists()  # nothing changed
+    enabled = runner.invoke(main, [*args, "plugins", "enable", "hindsight"])
+    assert enabled.exit_code == 0, enabled.output
+    assert load_config(home).provider_section("plugins") == {"enabled": ["hindsight"]}
+    listed = json.loads(runner.invoke(main, [*args, "plugins", "list", "--json"]).output)
+    row = next(r for r in listed["plugins"] if r["name"] == "hindsight")
+    assert listed["count"] == len(listed["plugins"]) and listed["enabled"] == ["hindsight"]
+    assert row["loaded"] and row["source"] == "entry_point" and len(row["tools"]) == 3
+    status = runner.invoke(main, [*args, "status", "--json", "--no-probe"])
+    assert status.exit_code == 0, status.output
+    shown = json.loads(status.output)["plugins"]["plugins"]
+    assert next(r for r in shown if r["name"] == "hindsight")["hooks"] == [
+        "post_llm_call",
+        "pre_llm_call",
+    ]
+    text = runner.invoke(main, [*args, "status", "--no-probe"]).output
+    assert "General plugin hindsight: tools: hindsight_retain" in text
+    runner.invoke(main, [*args, "plugins", "disable", "hindsight"])
+    assert load_config(home).provider_section("plugins") == {"enabled": []}
+
+
+_FOLDER_PLUGIN = """
+import json
+
+SEEN = []
+
+
+def _note(args, **kwargs):
+    SEEN.append(args["text"])
+    return json.dumps({"stored": len(SEEN)})
+
+
+def _context(user_message="", **kwargs):
+    return {"context": "Folder notes: " + "; ".join(SEEN)} if SEEN else None
+
+
+def register(ctx):
+    ctx.register_tool(name="folder_note", toolset="notes", handler=_note,
+                      schema={"name": "folder_note", "description": "Keep a note.",
+                              "parameters": {"type": "object",
+                                             "properties": {"text": {"type": "string"}}}})
+    ctx.register_hook("pre_llm_call", _context)
+    ctx.register_hook("pre_tool_call", lambda **kw: None)
+    ctx.register_command("notes", lambda raw: "ok", description="a slash command")
+    ctx.inject_message("hello", role="user")
+"""
+
+
+def test_a_folder_plugin_with_a_sync_tool_and_unknown_ctx_calls(tmp_path: Path) -> None:
+    from memoryport.plugins import discover
+
+    home = _home(tmp_path)
+    folder = home / "plugins" / "folder-notes"
+    folder.mkdir(parents=True)
+    (folder / "plugin.yaml").write_text(
+        "name: folder-notes\nversion: 0.1.0\nprovides_tools: [folder_note]\n"
+        "provides_hooks: [pre_llm_call]\n",
+        encoding="utf-8",
+    )
+    (folder / "__init__.py").write_text(_FOLDER_PLUGIN, encoding="utf-8")
+    assert "folder-notes" not in discover(home).providers  # not a memory provider
+    found = discover_general(home).get("folder-notes")
+    assert found is not None and found.source == "user"
+    result = load_general("folder-notes", home)
+    assert result.ok and result.warnings == [
+        "ignored Hermes calls: inject_message, register_command",
+        "hooks memoryport never fires: pre_tool_call",
+    ]
+    assert result.provider is not None
+    result.provider.shutdown()
+    (home / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "memory": {"provider": "", "nudge_interval": 0},
+                "plugins": {"enabled": ["folder-notes"]},
+            }
+        ),
+        encoding="utf-8",
+    )
+    memory = _memory(home)
+    stored = json.loads(memory.call_tool("folder_note", {"text": "the cat is called Miso"}))
+    assert stored == {"stored": 1}
+    sent = _turn(memory, "What is the cat called?")
+    head, _, fence = sent.partition("<memory-context>")
+    assert head.strip() == "What is the cat called?" and "the cat is called Miso" in fence
+    memory.close()
+
+
+def test_a_bad_plugins_setting_is_reported_and_changes_nothing(tmp_path: Path) -> None:
+    from memoryport.config import load_config
+    from memoryport.plugins.general import load_enabled
+
+    home = _home(tmp_path, enabled=42)
+    results = load_enabled(load_config(home), home)
+    assert [r.name for r in results] == ["plugins"]
+    assert "plugins.enabled must be a list of plugin names, got 42" in results[0].error
+    memory = _memory(home)
+    assert _turn(memory, "Hi") == "Hi"
+    memory.close()

@@ -15,6 +15,7 @@ from typing import Any
 from memoryport.admin.curated import usage_summary
 from memoryport.admin.facts import status_details
 from memoryport.admin.pause import pause_state
+from memoryport.admin.plugins import general_report
 from memoryport.admin.providers import Discovery, discover, load, probe_health
 from memoryport.config import (
     Config,
@@ -109,6 +110,9 @@ def problems(data: dict[str, Any]) -> list[str]:
         found.append(f"provider {provider['name']!r} is selected but not installed")
     elif provider and provider.get("error"):
         found.append(f"provider {provider['name']!r} failed to load (see above)")
+    for row in (data.get("plugins") or {}).get("plugins", []):
+        if row.get("enabled") and row.get("error"):
+            found.append(f"general plugin {row['name']!r} is enabled but did not load (see above)")
     return found
 
 
@@ -143,5 +147,6 @@ def gather_status(home: Path, *, probe: bool = True) -> dict[str, Any]:
         for n, i in found.providers.items()
     ]
     data["discovery_problems"] = found.problems
+    data["plugins"] = general_report(home, config)  # Hermes general plugins (plugins.enabled)
     data["pause"] = pause_state(home).to_dict()
     return data

@@ -70,6 +70,7 @@ _COMMANDS = (
     ("memoryport.cli.config", "config_group"),
     ("memoryport.cli.doctor", "doctor_command"),
     ("memoryport.cli.providers", "providers_group"),
+    ("memoryport.cli.plugins", "plugins_group"),
     ("memoryport.cli.setup", "setup_command"),
     ("memoryport.cli.status", "status_command"),
     ("memoryport.cli.memory", "memory_group"),

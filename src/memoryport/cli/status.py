@@ -112,3 +112,7 @@ def _print_status(data: dict[str, Any]) -> None:
     click.echo(click.style("Installed providers", bold=True) + f": {names}")
     for problem in data["discovery_problems"]:
         click.echo(f"  warning: {problem}")
+    for row in (data.get("plugins") or {}).get("plugins", []):
+        if row.get("enabled"):
+            state = row.get("error") or f"tools: {', '.join(row.get('tools', [])) or '-'}"
+            click.echo(click.style("General plugin", bold=True) + f" {row['name']}: {state}")

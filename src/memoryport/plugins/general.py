@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from memoryport.config import Config
+from memoryport.config import Config, load_config, save_config
 from memoryport.errors import ConfigError, PluginError
 from memoryport.plugins import hermes_compat
 from memoryport.plugins.discovery import ProviderInfo, plugin_dir_kind
@@ -52,9 +52,11 @@ __all__ = [
     "GeneralPluginInfo",
     "discover_general",
     "enabled_plugins",
+    "general_report",
     "load_enabled",
     "load_general",
     "plugin_timeout",
+    "set_enabled",
 ]
 
 logger = logging.getLogger(__name__)
@@ -347,3 +349,64 @@ def load_enabled(config: Config, home: Path) -> list[GeneralLoadResult]:
         if result.error:
             logger.warning("general plugin %r not loaded: %s", result.name, result.error)
     return results
+
+
+def general_report(home: Path, config: Config, *, check: bool = True) -> dict[str, Any]:
+    """What ``memoryport plugins list`` and ``status`` show about general plugins.
+
+    ``{"enabled": [...], "plugins": [...], "count": n, "problems": [...]}``: one row per
+    installed plugin (``enabled``; with ``check``, enabled ones are loaded to report
+    ``loaded``, ``tools``, ``hooks``, ``inactive_hooks``, ``warnings`` or ``error``), plus
+    a row with ``installed: false`` for an enabled name that is not installed.
+    """
+    found = discover_general(home)
+    problems = list(found.problems)
+    try:
+        enabled = enabled_plugins(config)
+    except ConfigError as exc:
+        enabled, problems = [], [*problems, str(exc)]
+    loads = {r.name: r for r in load_enabled(config, home)} if check and enabled else {}
+    rows: list[dict[str, Any]] = []
+    for name, info in found.plugins.items():
+        row: dict[str, Any] = {**info.to_dict(), "installed": True, "enabled": name in enabled}
+        if name in loads:
+            row.update({k: v for k, v in loads[name].to_dict().items() if k != "name"})
+        rows.append(row)
+    for name in enabled:
+        if name not in found.plugins:
+            rows.append(
+                {
+                    "name": name,
+                    "installed": False,
+                    "enabled": True,
+                    "error": loads[name].error if name in loads else "not installed",
+                }
+            )
+    for result in loads.values():
+        if result.provider is not None:
+            result.provider.shutdown()
+    return {"enabled": enabled, "plugins": rows, "count": len(rows), "problems": problems}
+
+
+def set_enabled(home: Path, name: str, enabled: bool) -> list[str]:
+    """Add ``name`` to (or remove it from) ``plugins.enabled`` in ``config.yaml``.
+
+    Enabling a plugin that is not installed raises ``PluginError`` and changes nothing.
+    Returns the new list.
+    """
+    names = enabled_plugins(load_config(home))
+    if enabled and name not in names:
+        found = discover_general(home)
+        if found.get(name) is None:
+            known = ", ".join(found.plugins) or "none"
+            raise PluginError(
+                f"general plugin {name!r} is not installed (installed: {known}); install "
+                "its package into this Python environment, or copy its folder to "
+                f"{home / 'plugins' / name}",
+                plugin=name,
+            )
+        names.append(name)
+    elif not enabled:
+        names = [n for n in names if n != name]
+    save_config(home, {CONFIG_SECTION: {"enabled": names}})
+    return names
