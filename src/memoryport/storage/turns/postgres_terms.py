@@ -84,7 +84,8 @@ def phrase_terms(match: str) -> list[str]:
     return out
 
 
-def bm25_sql(postings: str, key: str, length: str, join: str, kind: str) -> sql.SQL:
+def bm25_sql(postings: str, key: str, length: str, join: str, kind: str,
+             stats: str = "term_stats") -> sql.SQL:
     """A query ranking the documents of ``postings`` (``{s}``-qualified table) for the
     distinct terms ``%(terms)s`` (each with its phrase count in the query,
     ``%(weights)s``) in the scope ``%(user)s``: ``(document key, score)`` best first,
@@ -95,14 +96,17 @@ def bm25_sql(postings: str, key: str, length: str, join: str, kind: str) -> sql.
     frequency is the size of its term's partition. ``key`` is the postings' document
     column, ``length`` the expression of a document's length (from the postings row ``p``
     or the document table joined as ``d`` by ``join``), ``kind`` names the scope's
-    ``term_stats`` row.
+    ``stats`` row (``term_stats``: the turn index's; ``fact_stats``: the fact store's).
+    The third column lists the query terms each document holds. ``%(depth)s`` may be
+    None (every matching document).
     """
     idf = "ln((st.n - x.n + 0.5) / (x.n + 0.5))"
     return sql.SQL(f"""
         SELECT x.{key}, sum(x.w * CASE WHEN {idf} <= 0 THEN 1e-6 ELSE {idf} END
-            * x.tf * {K1 + 1} / (x.tf + {K1} * ({1 - B} + {B} * x.dl / st.avgdl))) AS score
+            * x.tf * {K1 + 1} / (x.tf + {K1} * ({1 - B} + {B} * x.dl / st.avgdl))) AS score,
+            array_agg(x.term) AS matched
         FROM (
-            SELECT p.{key}, p.tf, p.dl, q.w::float8 AS w,
+            SELECT p.{key}, p.tf, p.dl, q.term, q.w::float8 AS w,
                 count(*) OVER (PARTITION BY q.term)::float8 AS n
             FROM unnest(%(terms)s::text[], %(weights)s::int[]) AS q(term, w)
             CROSS JOIN LATERAL (
@@ -112,7 +116,7 @@ def bm25_sql(postings: str, key: str, length: str, join: str, kind: str) -> sql.
             ) p
         ) x, (
             SELECT docs::float8 AS n, tokens::float8 / greatest(docs, 1) AS avgdl
-            FROM {{s}}.term_stats WHERE user_id = %(user)s AND kind = '{kind}'
+            FROM {{s}}.{stats} WHERE user_id = %(user)s AND kind = '{kind}'
         ) st
         GROUP BY x.{key} ORDER BY score DESC, x.{key} LIMIT %(depth)s
     """)
