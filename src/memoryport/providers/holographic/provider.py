@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memoryport.config import load_config
+from memoryport.config import load_config, profile_name
 from memoryport.config.schema import ConfigField
 from memoryport.errors import (
     ConfigError,
@@ -44,6 +44,7 @@ from memoryport.providers.holographic.tool import (
     ToolCall,
     run_tool,
 )
+from memoryport.storage.facts.postgres_open import open_stores
 from memoryport.storage.facts.records import Fact, FactInput, Provenance
 from memoryport.storage.facts.store import FactStore
 from memoryport.storage.turns import TurnHit, TurnIndex, TurnInput
@@ -92,16 +93,16 @@ class HolographicProvider(MemoryProvider):
         context = SessionContext.from_kwargs(session_id, **kwargs)
         if context.home is None:
             raise ConfigError("holographic needs the home directory (initialize's home kwarg)")
-        section = load_config(context.home).provider_section(self.name)
-        self.settings = Settings.from_section(section)
+        config = load_config(context.home)
+        self.settings = Settings.from_section(config.provider_section(self.name))
         self.shutdown()
         self.home = context.home
         self._context = context
-        self.store = FactStore(
-            context.home / DB_NAME, user_id=context.user_id or None,
+        self.store, self.turns = open_stores(
+            context.home / DB_NAME, backend=config.storage.backend, dsn=config.storage.dsn,
+            profile=profile_name(context.home), user_id=context.user_id or None,
             default_trust=self.settings.default_trust, min_trust=self.settings.min_trust,
         )
-        self.turns = TurnIndex(context.home / DB_NAME)
 
     def get_tool_schemas(self) -> list[ToolSchema]:
         """``fact_store`` and ``fact_feedback`` (none in ``context`` mode)."""
