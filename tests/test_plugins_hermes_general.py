@@ -100,6 +100,9 @@ def test_a_turn_is_retained_and_recall_lands_in_the_fence_only(
     assert stored and not any("<memory-context>" in str(m.get("content")) for m in stored)
     recall = double.received("POST", f"/v1/default/banks/{BANK}/memories/recall")
     assert recall[-1].body["query"] == "Where does Lena live?"
+    hooks = memory.health()["hindsight"]["hooks"]
+    assert hooks["prefetch"]["calls"] == 2 and hooks["sync_turn"]["calls"] == 2
+    assert hooks["prefetch"]["errors"] == hooks["sync_turn"]["errors"] == 0
     memory.close()
 
 
