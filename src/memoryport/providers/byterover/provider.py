@@ -11,25 +11,19 @@ missing ``brv`` loses nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from pathlib import Path
 from typing import Any
 
-from memoryport.config import get_secret, load_config
-from memoryport.config.schema import ConfigField
+from memoryport.config import get_secret
 from memoryport.errors import (
-    ConfigError,
-    MemoryportError,
     ToolArgumentError,
-    tool_error,
-    tool_error_json,
 )
-from memoryport.provider import MemoryProvider
+from memoryport.providers._remote import RemoteProvider
 from memoryport.providers.byterover.cli import BrvCli
 from memoryport.providers.byterover.settings import API_KEY_ENV, CONFIG_SCHEMA, Settings
-from memoryport.storage.jsonl_outbox import BackendError, Outbox
+from memoryport.storage.jsonl_outbox import BackendError
 from memoryport.types import Message, SessionContext, ToolSchema
 
 __all__ = ["SCHEMAS", "ByteRoverProvider"]
@@ -54,45 +48,27 @@ SCHEMAS: list[ToolSchema] = [
 """``brv_query``, ``brv_curate``, ``brv_status``."""
 
 
-class ByteRoverProvider(MemoryProvider):
+class ByteRoverProvider(RemoteProvider[Settings]):
     """ByteRover: local-first knowledge tree, pre-compression extraction
     (``memory.provider: byterover``)."""
 
     def __init__(self, settings: Settings | None = None, home: Path | None = None) -> None:
-        self.settings = settings or Settings()
-        self.home = home
+        super().__init__("byterover", CONFIG_SCHEMA, settings or Settings(),
+                         Settings.from_section, home, log)
         self.cli: BrvCli | None = None
-        self.outbox: Outbox | None = None
-        self._context = SessionContext()
-
-    @property
-    def name(self) -> str:
-        """Always ``"byterover"``."""
-        return "byterover"
 
     def is_available(self) -> bool:
         """True when the ``brv`` executable is on ``PATH`` (or at ``brv_path``); no
         subprocess, no network."""
         return BrvCli(self.settings.brv_path).resolve() is not None
 
-    def get_config_schema(self) -> list[ConfigField]:
-        """Executable, project directory, mode, recall method and budgets, timeouts."""
-        return [f.copy() for f in CONFIG_SCHEMA]
-
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         """Read settings (and the optional cloud key); prepare the CLI and the outbox."""
-        context = SessionContext.from_kwargs(session_id, **kwargs)
-        if context.home is None:
-            raise ConfigError("byterover needs the home directory (initialize's home kwarg)")
-        self.settings = Settings.from_section(load_config(context.home).provider_section(
-            self.name))
+        context, home = self._begin(session_id, kwargs)
         self.shutdown()
-        self.home, self._context = context.home, context
-        self.cli = BrvCli(self.settings.brv_path, get_secret(context.home, API_KEY_ENV) or "")
-        self.outbox = Outbox(context.home / "byterover", self._send,
-                             attempts=self.settings.retry_attempts,
-                             backoff_s=self.settings.retry_backoff_s,
-                             cooldown_s=self.settings.retry_cooldown_s, log=log)
+        self.home, self._context = home, context
+        self.cli = BrvCli(self.settings.brv_path, get_secret(home, API_KEY_ENV) or "")
+        self._open_outbox(home, self._send)
 
     def project(self, context: SessionContext | None = None) -> Path:
         """The user's project directory (its ``.brv/context-tree`` is the tree)."""
@@ -116,22 +92,12 @@ class ByteRoverProvider(MemoryProvider):
     # ------------------------------------------------------------------ tools
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         """Run a ``brv_*`` tool; failures in the one tool-error shape naming byterover."""
-        if tool_name not in ("brv_query", "brv_curate", "brv_status") or not self.settings.tools:
-            return tool_error_json(f"byterover has no tool {tool_name!r}", "ToolNotFound",
-                                   backend="byterover")
-        cli = self.cli
-        if cli is None:
-            return tool_error_json("byterover is not initialized (or was shut down)",
-                                   "ToolUnavailable", backend="byterover")
+        cli = self._tool_target(tool_name, ("brv_query", "brv_curate", "brv_status"), self.cli)
+        if isinstance(cli, str):
+            return cli
         context = kwargs.get("context")
         cwd = self.project(context if isinstance(context, SessionContext) else None)
-        try:
-            result = {"success": True, **self._tool(cli, cwd, tool_name, args)}
-        except BackendError as exc:
-            result = tool_error(str(exc), "BackendError", backend="byterover")
-        except MemoryportError as exc:
-            result = {**exc.to_dict(), "backend": "byterover"}
-        return json.dumps(result, ensure_ascii=False, default=str)
+        return self._tool_json(lambda: {"success": True, **self._tool(cli, cwd, tool_name, args)})
 
     def _tool(self, cli: BrvCli, cwd: Path, tool_name: str, args: Any) -> dict[str, Any]:
         s = self.settings

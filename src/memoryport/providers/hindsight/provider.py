@@ -11,7 +11,6 @@ out and to ``recall_chars`` on the way in.
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import re
 import time
@@ -19,19 +18,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryport.config import get_secret, load_config, profile_name
-from memoryport.config.schema import ConfigField
+from memoryport.config import get_secret, profile_name
 from memoryport.errors import (
     ConfigError,
-    MemoryportError,
     ToolArgumentError,
-    tool_error,
-    tool_error_json,
 )
-from memoryport.provider import MemoryProvider
+from memoryport.providers._remote import RemoteProvider
 from memoryport.providers.hindsight.client import HindsightClient, plain
 from memoryport.providers.hindsight.settings import API_KEY_ENV, CONFIG_SCHEMA, Settings
-from memoryport.storage.jsonl_outbox import BackendError, Outbox
+from memoryport.storage.jsonl_outbox import BackendError
 from memoryport.types import SessionContext, ToolSchema
 
 __all__ = ["SCHEMAS", "HindsightProvider"]
@@ -58,22 +53,15 @@ SCHEMAS: list[ToolSchema] = [
 """``hindsight_retain``, ``hindsight_recall``, ``hindsight_reflect``."""
 
 
-class HindsightProvider(MemoryProvider):
+class HindsightProvider(RemoteProvider[Settings]):
     """Hindsight: knowledge graph, entity resolution, reflect, auto-retain
     (``memory.provider: hindsight``)."""
 
     def __init__(self, settings: Settings | None = None, home: Path | None = None) -> None:
-        self.settings = settings or Settings()
-        self.home = home
+        super().__init__("hindsight", CONFIG_SCHEMA, settings or Settings(),
+                         Settings.from_section, home, log)
         self.client: HindsightClient | None = None
-        self.outbox: Outbox | None = None
         self.prefix = ""
-        self._context = SessionContext()
-
-    @property
-    def name(self) -> str:
-        """Always ``"hindsight"``."""
-        return "hindsight"
 
     def is_available(self) -> bool:
         """True when ``hindsight-client`` is installed and a server is configured (a
@@ -82,36 +70,22 @@ class HindsightProvider(MemoryProvider):
             return False
         if self.settings.api_url != Settings.api_url:
             return True
-        try:
-            return get_secret(self.home, API_KEY_ENV) is not None
-        except MemoryportError:
-            return False
-
-    def get_config_schema(self) -> list[ConfigField]:
-        """Key, URL, bank, mode, retain/recall switches, budgets, timeouts, retries."""
-        return [f.copy() for f in CONFIG_SCHEMA]
+        return self._secret_set(API_KEY_ENV)
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         """Read settings and key; prepare the client and the outbox (no network)."""
-        context = SessionContext.from_kwargs(session_id, **kwargs)
-        if context.home is None:
-            raise ConfigError("hindsight needs the home directory (initialize's home kwarg)")
-        self.settings = Settings.from_section(load_config(context.home).provider_section(
-            self.name))
-        key = get_secret(context.home, API_KEY_ENV) or ""
+        context, home = self._begin(session_id, kwargs)
+        key = get_secret(home, API_KEY_ENV) or ""
         if not key and self.settings.api_url == Settings.api_url:
             raise ConfigError(f"hindsight cloud needs an API key: set {API_KEY_ENV}, or point"
                               " api_url at your own server (memoryport setup hindsight --set"
                               " api_url=http://localhost:8888)")
         self.shutdown()
-        self.home, self._context = context.home, context
-        self.prefix = self.settings.bank_id or f"memoryport-{profile_name(context.home)}"
+        self.home, self._context = home, context
+        self.prefix = self.settings.bank_id or f"memoryport-{profile_name(home)}"
         self.client = HindsightClient(self.settings.api_url, key,
                                       timeout_s=self.settings.timeout_s)
-        self.outbox = Outbox(context.home / "hindsight", self._send,
-                             attempts=self.settings.retry_attempts,
-                             backoff_s=self.settings.retry_backoff_s,
-                             cooldown_s=self.settings.retry_cooldown_s, log=log)
+        self._open_outbox(home, self._send)
 
     def bank(self, context: SessionContext | None = None) -> str:
         """The user's bank in this profile."""
@@ -142,27 +116,21 @@ class HindsightProvider(MemoryProvider):
             "hindsight_reflect": lambda c, b, t: c.reflect(
                 b, t, budget=self.settings.recall_budget),
         }
-        if tool_name not in calls or not self.settings.tools:
-            return tool_error_json(f"hindsight has no tool {tool_name!r}", "ToolNotFound",
-                                   backend="hindsight")
-        client = self.client
-        if client is None:
-            return tool_error_json("hindsight is not initialized (or was shut down)",
-                                   "ToolUnavailable", backend="hindsight")
+        client = self._tool_target(tool_name, calls, self.client)
+        if isinstance(client, str):
+            return client
         context = kwargs.get("context")
         bank = self.bank(context if isinstance(context, SessionContext) else None)
         key = "content" if tool_name == "hindsight_retain" else "query"
-        try:
+
+        def run() -> dict[str, Any]:
             value = args.get(key) if isinstance(args, dict) else None
             if not isinstance(value, str) or not value.strip():
                 raise ToolArgumentError(f"'{key}' must be a non-empty string")
             answer = calls[tool_name](client, bank, value.strip())
-            result = {"success": True, **(answer if isinstance(answer, dict) else {})}
-        except BackendError as exc:
-            result = tool_error(str(exc), "BackendError", backend="hindsight")
-        except MemoryportError as exc:
-            result = {**exc.to_dict(), "backend": "hindsight"}
-        return json.dumps(result, ensure_ascii=False, default=str)
+            return {"success": True, **(answer if isinstance(answer, dict) else {})}
+
+        return self._tool_json(run)
 
     # ------------------------------------------------------------------ recall
     def prefetch(self, query: str, *, session_id: str = "",

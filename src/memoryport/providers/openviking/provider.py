@@ -14,26 +14,20 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoryport.config import get_secret, load_config, profile_name
-from memoryport.config.schema import ConfigField
+from memoryport.config import get_secret, profile_name
 from memoryport.errors import (
-    ConfigError,
-    MemoryportError,
     ToolArgumentError,
-    tool_error,
-    tool_error_json,
 )
-from memoryport.provider import MemoryProvider
+from memoryport.providers._remote import RemoteProvider
 from memoryport.providers.openviking.client import OpenVikingClient
 from memoryport.providers.openviking.settings import API_KEY_ENV, CONFIG_SCHEMA, Settings
-from memoryport.storage.jsonl_outbox import BackendError, Outbox
+from memoryport.storage.jsonl_outbox import BackendError
 from memoryport.types import Message, SessionContext, ToolSchema
 
 __all__ = ["SCHEMAS", "OpenVikingProvider"]
@@ -72,48 +66,30 @@ SCHEMAS: list[ToolSchema] = [
 """The five ``viking_*`` tools."""
 
 
-class OpenVikingProvider(MemoryProvider):
+class OpenVikingProvider(RemoteProvider[Settings]):
     """OpenViking: hierarchical knowledge, tiered reads, session-end extraction
     (``memory.provider: openviking``)."""
 
     def __init__(self, settings: Settings | None = None, home: Path | None = None) -> None:
-        self.settings = settings or Settings()
-        self.home = home
+        super().__init__("openviking", CONFIG_SCHEMA, settings or Settings(),
+                         Settings.from_section, home, log)
         self.client: OpenVikingClient | None = None
-        self.outbox: Outbox | None = None
         self.profile = "default"
-        self._context = SessionContext()
-
-    @property
-    def name(self) -> str:
-        """Always ``"openviking"``."""
-        return "openviking"
 
     def is_available(self) -> bool:
         """True when ``httpx`` is installed (the endpoint has a default); no network."""
         return importlib.util.find_spec("httpx") is not None
 
-    def get_config_schema(self) -> list[ConfigField]:
-        """Key, endpoint, memory root, mode, recall budget, capture, timeouts, retries."""
-        return [f.copy() for f in CONFIG_SCHEMA]
-
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         """Read settings and key; open the client and the outbox (no network)."""
-        context = SessionContext.from_kwargs(session_id, **kwargs)
-        if context.home is None:
-            raise ConfigError("openviking needs the home directory (initialize's home kwarg)")
-        self.settings = Settings.from_section(load_config(context.home).provider_section(
-            self.name))
-        key = get_secret(context.home, API_KEY_ENV) or ""
+        context, home = self._begin(session_id, kwargs)
+        key = get_secret(home, API_KEY_ENV) or ""
         self.shutdown()
-        self.home, self._context = context.home, context
-        self.profile = profile_name(context.home)
+        self.home, self._context = home, context
+        self.profile = profile_name(home)
         self.client = OpenVikingClient(self.settings.endpoint, key,
                                        timeout_s=self.settings.timeout_s)
-        self.outbox = Outbox(context.home / "openviking", self._send,
-                             attempts=self.settings.retry_attempts,
-                             backoff_s=self.settings.retry_backoff_s,
-                             cooldown_s=self.settings.retry_cooldown_s, log=log)
+        self._open_outbox(home, self._send)
 
     def user(self, context: SessionContext | None = None) -> str:
         """The user id sent as ``X-OpenViking-User``."""
@@ -143,24 +119,18 @@ class OpenVikingProvider(MemoryProvider):
             "viking_search": self._search, "viking_read": self._read,
             "viking_browse": self._browse, "viking_remember": self._remember,
             "viking_add_resource": self._add_resource}
-        if tool_name not in tools or not self.settings.tools:
-            return tool_error_json(f"openviking has no tool {tool_name!r}", "ToolNotFound",
-                                   backend="openviking")
-        client = self.client
-        if client is None:
-            return tool_error_json("openviking is not initialized (or was shut down)",
-                                   "ToolUnavailable", backend="openviking")
+        client = self._tool_target(tool_name, tools, self.client)
+        if isinstance(client, str):
+            return client
         context = kwargs.get("context")
         ctx = context if isinstance(context, SessionContext) else None
-        try:
+
+        def run() -> dict[str, Any]:
             if not isinstance(args, dict):
                 raise ToolArgumentError("arguments must be a JSON object")
-            result = {"success": True, **tools[tool_name](client, ctx, args)}
-        except BackendError as exc:
-            result = tool_error(str(exc), "BackendError", backend="openviking")
-        except MemoryportError as exc:
-            result = {**exc.to_dict(), "backend": "openviking"}
-        return json.dumps(result, ensure_ascii=False, default=str)
+            return {"success": True, **tools[tool_name](client, ctx, args)}
+
+        return self._tool_json(run)
 
     def _search(self, client: OpenVikingClient, ctx: SessionContext | None,
                 args: dict[str, Any]) -> dict[str, Any]:

@@ -12,17 +12,15 @@ session, so an unchanged context comes back as ``changed: false`` and is not sen
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from memoryport.config import get_secret, load_config, profile_name
-from memoryport.config.schema import ConfigField
-from memoryport.errors import ConfigError, MemoryportError, tool_error, tool_error_json
-from memoryport.provider import MemoryProvider
+from memoryport.config import get_secret, profile_name
+from memoryport.errors import ConfigError
+from memoryport.providers._remote import RemoteProvider
 from memoryport.providers.retaindb.client import RetainDBClient
 from memoryport.providers.retaindb.settings import API_KEY_ENV, CONFIG_SCHEMA, Settings
 from memoryport.providers.retaindb.tools import SCHEMAS, TOOLS, Scope, run_tool
@@ -34,63 +32,37 @@ __all__ = ["RetainDBProvider"]
 log = logging.getLogger("memoryport.providers.retaindb")
 
 
-class RetainDBProvider(MemoryProvider):
+class RetainDBProvider(RemoteProvider[Settings]):
     """RetainDB: hybrid search, typed memories, delta context (``memory.provider:
     retaindb``)."""
 
     def __init__(self, settings: Settings | None = None, home: Path | None = None) -> None:
-        self.settings = settings or Settings()
-        self.home = home
+        super().__init__("retaindb", CONFIG_SCHEMA, settings or Settings(),
+                         Settings.from_section, home, log)
         self.client: RetainDBClient | None = None
-        self.outbox: Outbox | None = None
         self.project = ""
-        self._context = SessionContext()
         self._delta: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
-
-    # ------------------------------------------------------------------ identity
-    @property
-    def name(self) -> str:
-        """Always ``"retaindb"``."""
-        return "retaindb"
 
     def is_available(self) -> bool:
         """True when ``httpx`` is installed and ``RETAINDB_API_KEY`` is set (environment or
         the home's ``.env``); no network."""
-        if importlib.util.find_spec("httpx") is None:
-            return False
-        if self.home is None:
-            return False
-        try:
-            return get_secret(self.home, API_KEY_ENV) is not None
-        except MemoryportError:
-            return False
-
-    def get_config_schema(self) -> list[ConfigField]:
-        """API key, URL, project, mode, recall budget, delta, timeouts and retries."""
-        return [f.copy() for f in CONFIG_SCHEMA]
+        return importlib.util.find_spec("httpx") is not None and self._secret_set(API_KEY_ENV)
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         """Read the settings and key, open the client and the outbox (replaying writes a
         previous run left pending); no network call here."""
-        context = SessionContext.from_kwargs(session_id, **kwargs)
-        if context.home is None:
-            raise ConfigError("retaindb needs the home directory (initialize's home kwarg)")
-        self.settings = Settings.from_section(load_config(context.home).provider_section(
-            self.name))
-        key = get_secret(context.home, API_KEY_ENV)
+        context, home = self._begin(session_id, kwargs)
+        key = get_secret(home, API_KEY_ENV)
         if not key:
             raise ConfigError(f"retaindb needs an API key: set {API_KEY_ENV} (memoryport setup"
                               " retaindb --set api_key=...)")
         self.shutdown()
-        self.home, self._context = context.home, context
-        self.project = self.settings.project or f"memoryport-{profile_name(context.home)}"
+        self.home, self._context = home, context
+        self.project = self.settings.project or f"memoryport-{profile_name(home)}"
         self.client = RetainDBClient(self.settings.base_url, key,
                                      timeout_s=self.settings.timeout_s)
-        self.outbox = Outbox(context.home / "retaindb", self._send,
-                             attempts=self.settings.retry_attempts,
-                             backoff_s=self.settings.retry_backoff_s,
-                             cooldown_s=self.settings.retry_cooldown_s, log=log)
+        self._open_outbox(home, self._send)
 
     def get_tool_schemas(self) -> list[ToolSchema]:
         """The five ``retaindb_*`` tools (none in ``context`` mode)."""
@@ -112,25 +84,19 @@ class RetainDBProvider(MemoryProvider):
     # ------------------------------------------------------------------ tools
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         """Run a ``retaindb_*`` tool; failures in the one tool-error shape naming retaindb."""
-        if tool_name not in TOOLS or not self.settings.tools:
-            return tool_error_json(f"retaindb has no tool {tool_name!r}", "ToolNotFound",
-                                   backend="retaindb")
-        client = self.client
-        if client is None:
-            return tool_error_json("retaindb is not initialized (or was shut down)",
-                                   "ToolUnavailable", backend="retaindb")
+        client = self._tool_target(tool_name, TOOLS, self.client)
+        if isinstance(client, str):
+            return client
         context = kwargs.get("context")
         scope = self._scope(context if isinstance(context, SessionContext) else None,
                             str(kwargs.get("session_id") or ""))
-        try:
+
+        def run() -> Any:
             if not isinstance(args, dict):
                 raise ConfigError("arguments must be a JSON object")
-            result = run_tool(tool_name, client, scope, args)
-        except BackendError as exc:
-            result = tool_error(str(exc), "BackendError", backend="retaindb")
-        except MemoryportError as exc:
-            result = {**exc.to_dict(), "backend": "retaindb"}
-        return json.dumps(result, ensure_ascii=False, default=str)
+            return run_tool(tool_name, client, scope, args)
+
+        return self._tool_json(run)
 
     # ------------------------------------------------------------------ recall
     def prefetch(self, query: str, *, session_id: str = "",

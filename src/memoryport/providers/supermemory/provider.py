@@ -11,22 +11,20 @@ itself). Writes go through the durable outbox on the manager's background queue.
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import re
 import threading
 from pathlib import Path
 from typing import Any
 
-from memoryport.config import get_secret, load_config, profile_name
-from memoryport.config.schema import ConfigField
-from memoryport.errors import ConfigError, MemoryportError, tool_error, tool_error_json
+from memoryport.config import get_secret, profile_name
+from memoryport.errors import ConfigError
 from memoryport.fence import scrub_text
-from memoryport.provider import MemoryProvider
+from memoryport.providers._remote import RemoteProvider
 from memoryport.providers.supermemory.client import SupermemoryClient
 from memoryport.providers.supermemory.settings import API_KEY_ENV, CONFIG_SCHEMA, Settings
 from memoryport.providers.supermemory.tools import TOOLS, ToolScope, run_tool, schemas
-from memoryport.storage.jsonl_outbox import BackendError, Outbox
+from memoryport.storage.jsonl_outbox import BackendError
 from memoryport.types import Message, SessionContext, ToolSchema
 
 __all__ = ["SupermemoryProvider", "strip_recalled"]
@@ -51,59 +49,38 @@ def strip_recalled(text: str, recalled: str) -> str:
     return out.strip()
 
 
-class SupermemoryProvider(MemoryProvider):
+class SupermemoryProvider(RemoteProvider[Settings]):
     """Supermemory: semantic recall, profile facts, capture (``memory.provider:
     supermemory``)."""
 
     def __init__(self, settings: Settings | None = None, home: Path | None = None) -> None:
-        self.settings = settings or Settings()
-        self.home = home
+        super().__init__("supermemory", CONFIG_SCHEMA, settings or Settings(),
+                         Settings.from_section, home, log)
         self.client: SupermemoryClient | None = None
-        self.outbox: Outbox | None = None
         self.prefix = ""
-        self._context = SessionContext()
         self._recalled: dict[str, str] = {}
         self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        """Always ``"supermemory"``."""
-        return "supermemory"
 
     def is_available(self) -> bool:
         """True when the ``supermemory`` SDK is installed and ``SUPERMEMORY_API_KEY`` is
         set (environment or the home's ``.env``); no network."""
         if importlib.util.find_spec("supermemory") is None or self.home is None:
             return False
-        try:
-            return get_secret(self.home, API_KEY_ENV) is not None
-        except MemoryportError:
-            return False
-
-    def get_config_schema(self) -> list[ConfigField]:
-        """Key, URL, containers, recall/capture switches and budgets, timeouts, retries."""
-        return [f.copy() for f in CONFIG_SCHEMA]
+        return self._secret_set(API_KEY_ENV)
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         """Read settings and key; open the SDK client and the outbox (no network)."""
-        context = SessionContext.from_kwargs(session_id, **kwargs)
-        if context.home is None:
-            raise ConfigError("supermemory needs the home directory (initialize's home kwarg)")
-        self.settings = Settings.from_section(load_config(context.home).provider_section(
-            self.name))
-        key = get_secret(context.home, API_KEY_ENV)
+        context, home = self._begin(session_id, kwargs)
+        key = get_secret(home, API_KEY_ENV)
         if not key:
             raise ConfigError(f"supermemory needs an API key: set {API_KEY_ENV} (memoryport"
                               " setup supermemory --set api_key=...)")
         self.shutdown()
-        self.home, self._context = context.home, context
-        self.prefix = self.settings.container_tag or f"memoryport-{profile_name(context.home)}"
+        self.home, self._context = home, context
+        self.prefix = self.settings.container_tag or f"memoryport-{profile_name(home)}"
         self.client = SupermemoryClient(self.settings.base_url, key,
                                         timeout_s=self.settings.timeout_s)
-        self.outbox = Outbox(context.home / "supermemory", self._send,
-                             attempts=self.settings.retry_attempts,
-                             backoff_s=self.settings.retry_backoff_s,
-                             cooldown_s=self.settings.retry_cooldown_s, log=log)
+        self._open_outbox(home, self._send)
 
     def namespace(self, context: SessionContext | None = None) -> str:
         """The user's namespace in this profile."""
@@ -124,27 +101,21 @@ class SupermemoryProvider(MemoryProvider):
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         """Run a ``supermemory_*`` tool; failures in the one tool-error shape."""
-        if tool_name not in TOOLS or not self.settings.tools:
-            return tool_error_json(f"supermemory has no tool {tool_name!r}", "ToolNotFound",
-                                   backend="supermemory")
-        client = self.client
-        if client is None:
-            return tool_error_json("supermemory is not initialized (or was shut down)",
-                                   "ToolUnavailable", backend="supermemory")
+        client = self._tool_target(tool_name, TOOLS, self.client)
+        if isinstance(client, str):
+            return client
         context = kwargs.get("context")
         ctx = context if isinstance(context, SessionContext) else self._context
         scope = ToolScope(self.namespace(ctx), tuple(self.settings.containers),
                           self.settings.search_mode,
                           {"source": "memoryport", "session_id": ctx.session_id})
-        try:
+
+        def run() -> Any:
             if not isinstance(args, dict):
                 raise ConfigError("arguments must be a JSON object")
-            result = run_tool(tool_name, client, scope, args)
-        except BackendError as exc:
-            result = tool_error(str(exc), "BackendError", backend="supermemory")
-        except MemoryportError as exc:
-            result = {**exc.to_dict(), "backend": "supermemory"}
-        return json.dumps(result, ensure_ascii=False, default=str)
+            return run_tool(tool_name, client, scope, args)
+
+        return self._tool_json(run)
 
     # ------------------------------------------------------------------ recall
     def prefetch(self, query: str, *, session_id: str = "",
