@@ -23,6 +23,7 @@ from memoryport.plugins.general import (
     discover_general,
     load_general,
 )
+from memoryport.testing import ProviderConformance
 
 BANK = "hermes-bank"
 
@@ -308,3 +309,16 @@ def test_a_bad_plugins_setting_is_reported_and_changes_nothing(tmp_path: Path) -
     memory = _memory(home)
     assert _turn(memory, "Hi") == "Hi"
     memory.close()
+
+
+class TestHindsightHermesConforms(ProviderConformance):
+    """The adapter around the real hindsight-hermes passes the provider conformance kit."""
+
+    @pytest.fixture(autouse=True)
+    def _served(self, double: HindsightDouble) -> None:
+        double.fault = None
+
+    def make_provider(self, home: Path) -> Any:
+        result = load_general("hindsight", home)
+        assert result.provider is not None, result.error
+        return result.provider

@@ -108,6 +108,12 @@ class PluginRunner:
         finally:
             loop.close()
 
+    @property
+    def stopped(self) -> bool:
+        """True after ``stop()``: no further calls are accepted."""
+        with self._lock:
+            return self._stopped
+
     def stop(self) -> None:
         """Let the thread finish the calls already queued, then end."""
         with self._lock:
@@ -231,6 +237,8 @@ class HermesPluginProvider(MemoryProvider):
             return tool_error_json(
                 f"plugin {self._name!r} has no tool {tool_name!r}", "ToolNotFound"
             )
+        if self._runner.stopped:
+            return tool_error_json(f"plugin {self._name!r} has been shut down", "PluginError")
         kwargs.pop("context", None)
         kwargs.setdefault("task_id", self._session_id)
         result = self._runner.call(tool.invoke, args, timeout=self._timeout, **kwargs)
@@ -324,6 +332,8 @@ class HermesPluginProvider(MemoryProvider):
         """
         results: list[Any] = []
         error: BaseException | None = None
+        if self._runner.stopped:  # after shutdown every hook is a no-op
+            return results
         for callback in self._hooks.get(hook, ()):
             try:
                 results.append(
