@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryport.errors import MemoryportError
-from memoryport.providers.curated.backends import audit_log_for
+from memoryport.providers.curated.backends import audit_log_for, uses_postgres
 from memoryport.storage.audit import DB_NAME, DEFAULT_RETENTION_DAYS, AuditEvent, AuditLog
 from memoryport.types import ContextPair, SessionContext
 
@@ -184,7 +184,7 @@ def events(home: Path, *, since: float | None = None, shell: str | None = None,
            kind: str | None = None, action: str | None = None, limit: int = 100,
            offset: int = 0) -> list[AuditEvent]:
     """Recorded events newest first (nothing is created when there is no log yet)."""
-    if not (Path(home) / DB_NAME).exists():
+    if not (Path(home) / DB_NAME).exists() and not uses_postgres(home):
         return []
     return audit_log(home).events(since=since, shell=shell, kind=kind, action=action,
                                   limit=limit, offset=offset)
@@ -192,7 +192,7 @@ def events(home: Path, *, since: float | None = None, shell: str | None = None,
 
 def retention_days(home: Path) -> int:
     """Days events are kept (0: forever; ``DEFAULT_RETENTION_DAYS`` until set)."""
-    if not (Path(home) / DB_NAME).exists():
+    if not (Path(home) / DB_NAME).exists() and not uses_postgres(home):
         return DEFAULT_RETENTION_DAYS
     return audit_log(home).retention_days()
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from memoryport.admin.audit import DB_NAME, audit_log, is_read_call, record
 from memoryport.errors import MemoryportError, MemoryStoreError, tool_error_json
+from memoryport.providers.curated.backends import uses_postgres
 from memoryport.storage.audit import HeldSync
 from memoryport.types import SessionContext
 
@@ -206,7 +207,7 @@ def sync_or_hold(home: Path, sync: SyncFn, query: str, response: str, *, session
 def _claim(home: Path, user: str) -> list[HeldSync]:
     """The syncs held for ``user`` (claimed: no other process delivers them); none when
     there is no audit file yet or it cannot be read (they stay for the next turn)."""
-    if not (Path(home) / DB_NAME).exists():
+    if not (Path(home) / DB_NAME).exists() and not uses_postgres(home):
         return []
     try:
         audit = audit_log(home)

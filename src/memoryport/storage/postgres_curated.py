@@ -72,6 +72,26 @@ class PostgresCuratedBackend:
     def __repr__(self) -> str:
         return f"PostgresCuratedBackend(schema={self.schema!r}, profile={self.profile!r})"
 
+    def dump(self) -> list[tuple[str, str, str, list[Revision]]]:
+        """Every target of this profile, all users (an unscoped ``*`` connection):
+        ``(owner, target, text, revisions oldest first)``, for ``memoryport export``."""
+        db = database(self.dsn, self.schema, "*")
+        targets = db.q("SELECT user_id, target, content FROM {s}.curated_targets "
+                       "WHERE profile = %s ORDER BY user_id, target")  # fmt: skip
+        history = db.q(f"SELECT user_id, target, {_HISTORY_COLUMNS} FROM {{s}}.curated_history "
+                       "WHERE profile = %s ORDER BY user_id, target, rev")  # fmt: skip
+
+        def work(cur: Cursor) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+            rows = cur.execute(targets, (self.profile,)).fetchall()
+            return rows, cur.execute(history, (self.profile,)).fetchall()
+
+        rows, revisions = db.run(work, _error)
+        kept: dict[tuple[str, str], list[Revision]] = {}
+        for row in revisions:
+            kept.setdefault((row[0], row[1]), []).append(_revision(row[2:]))
+        return [(owner, target, text, kept.get((owner, target), []))
+                for owner, target, text in rows]  # fmt: skip
+
     def open_target(self, place: TargetPlace) -> tuple[TargetFile, RevisionLog]:
         """The row of ``place``'s target and its history, on a connection scoped to
         ``place.scope`` (row-level security)."""

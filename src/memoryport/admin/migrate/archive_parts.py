@@ -38,6 +38,7 @@ from memoryport.admin.migrate.report import Report
 from memoryport.config import load_config
 from memoryport.errors import MemoryStoreError
 from memoryport.provider import PortableProvider
+from memoryport.providers.curated.dbexport import database_curated_files
 from memoryport.storage.history import HistoryLog, Provenance
 from memoryport.storage.markdown import parse_entries
 
@@ -69,10 +70,12 @@ def curated_files(home: Path) -> list[Path]:
 def export_curated(home: Path, archive: zipfile.ZipFile) -> dict[str, int]:
     """Add the curated files of ``home`` to ``archive``; returns counts."""
     counts = {"files": 0, "entries": 0, "revisions": 0}
-    for path in curated_files(home):
-        data = path.read_bytes()
-        archive.writestr(CURATED_PREFIX + path.relative_to(home).as_posix(), data)
-        if path.suffix == ".jsonl":
+    found = database_curated_files(home)  # None: the curated files under the home
+    if found is None:
+        found = [(p.relative_to(home).as_posix(), p.read_bytes()) for p in curated_files(home)]
+    for relative, data in found:
+        archive.writestr(CURATED_PREFIX + relative, data)
+        if relative.endswith(".jsonl"):
             counts["revisions"] += data.count(b"\n")
         else:
             counts["files"] += 1

@@ -10,14 +10,15 @@ using that database shares one curated memory.
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
-from memoryport.config import StorageSettings, load_config, profile_name
+from memoryport.config import StorageSettings, config_path, load_config, profile_name
 from memoryport.errors import ConfigError, MemoryportError
 from memoryport.storage.audit import DB_NAME, AuditLog
 from memoryport.storage.curated_targets import CuratedBackend, FileBackend
 
-__all__ = ["audit_log_for", "backend_for", "default_backend"]
+__all__ = ["audit_log_for", "backend_for", "default_backend", "uses_postgres"]
 
 log = logging.getLogger(__name__)
 
@@ -64,3 +65,28 @@ def audit_log_for(home: Path) -> AuditLog:
     from memoryport.storage.postgres_audit import PostgresAuditLog
 
     return PostgresAuditLog(storage.dsn, profile=profile_name(home), path=path)
+
+
+_SEEN: dict[Path, tuple[int, bool]] = {}
+_SEEN_LOCK = threading.Lock()
+
+
+def uses_postgres(home: Path) -> bool:
+    """True when ``<home>/config.yaml`` says ``storage.backend: postgres`` (cheap: the
+    answer is kept until the file changes; an unreadable config is False)."""
+    path = config_path(Path(home))
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        return False
+    with _SEEN_LOCK:
+        seen = _SEEN.get(path)
+    if seen is not None and seen[0] == stamp:
+        return seen[1]
+    try:
+        answer = load_config(Path(home)).storage.backend == "postgres"
+    except MemoryportError:
+        answer = False
+    with _SEEN_LOCK:
+        _SEEN[path] = (stamp, answer)
+    return answer
