@@ -322,3 +322,76 @@ class TestHindsightHermesConforms(ProviderConformance):
         result = load_general("hindsight", home)
         assert result.provider is not None, result.error
         return result.provider
+
+
+_LIFECYCLE_PLUGIN = """
+import asyncio
+import json
+
+CALLS = []
+
+
+def _record(hook):
+    def callback(**kwargs):
+        CALLS.append((hook, kwargs.get("session_id", ""), kwargs.get("is_first_turn")))
+    return callback
+
+
+async def _echo(args, **kwargs):
+    await asyncio.sleep(0)
+    return {"echo": args.get("text", ""), "task_id": kwargs.get("task_id")}
+
+
+def register(ctx):
+    for hook in ("on_session_start", "on_session_end", "on_session_reset", "pre_llm_call",
+                 "post_llm_call"):
+        ctx.register_hook(hook, _record(hook))
+    ctx.register_tool("life_echo", "life", {"name": "life_echo", "parameters": {
+        "type": "object", "properties": {"text": {"type": "string"}}}}, _echo)
+"""
+
+
+def test_session_hooks_fire_where_the_mapping_says(tmp_path: Path) -> None:
+    import sys
+
+    home = tmp_path / "home"
+    folder = home / "plugins" / "life"
+    folder.mkdir(parents=True)
+    (folder / "plugin.yaml").write_text("name: life\nprovides_hooks: [pre_llm_call]\n")
+    (folder / "__init__.py").write_text(_LIFECYCLE_PLUGIN, encoding="utf-8")
+    (home / "config.yaml").write_text(
+        yaml.safe_dump(
+            {"memory": {"provider": "", "nudge_interval": 0}, "plugins": {"enabled": ["life"]}}
+        ),
+        encoding="utf-8",
+    )
+    memory = _memory(home)
+    first = memory.session_id
+    module = next(
+        m for n, m in sys.modules.items() if n.startswith("_memoryport_user_plugins.life")
+    )
+    calls = module.CALLS
+    echo = json.loads(memory.call_tool("life_echo", {"text": "hi"}))
+    assert echo == {"echo": "hi", "task_id": first}  # an async handler, awaited
+    _turn(memory, "one")
+    _turn(memory, "two")
+    memory.switch_session(reason="reset")
+    second = memory.session_id
+    _turn(memory, "three")
+    child = memory.open_child()
+    assert "life" not in [getattr(p, "name", "") for p in child.providers]
+    child.close()
+    memory.close()
+    assert calls == [
+        ("on_session_start", first, None),
+        ("pre_llm_call", first, True),
+        ("post_llm_call", first, None),
+        ("pre_llm_call", first, False),
+        ("post_llm_call", first, None),
+        ("on_session_end", first, None),
+        ("on_session_reset", first, None),
+        ("on_session_start", second, None),
+        ("pre_llm_call", second, True),
+        ("post_llm_call", second, None),
+        ("on_session_end", second, None),
+    ]
