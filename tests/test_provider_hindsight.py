@@ -172,6 +172,18 @@ def test_setup_and_status(tmp_path: Path, double: HindsightDouble) -> None:
     assert bad.exit_code != 0 and "recall_budget" in bad.output
 
 
+def test_setup_refuses_what_only_the_provider_checks(tmp_path: Path) -> None:
+    """A bank id the schema allows (any text) but Hindsight does not: refused, nothing saved."""
+    home = tmp_path / "cli-home"
+    runner = CliRunner()
+    bad = runner.invoke(main, ["--home", str(home), "setup", "hindsight", "--set",
+                               "api_url=http://127.0.0.1:9", "--set", "bank_id=my bank!",
+                               "--yes", "--no-install"])
+    assert bad.exit_code != 0 and "bank_id" in bad.output and "not a bank id" in bad.output
+    assert load_config(home).provider_section("hindsight") == {}
+    assert load_config(home).memory.provider != "hindsight"
+
+
 def test_status_probe_reaches_the_server(tmp_path: Path, double: HindsightDouble) -> None:
     home = tmp_path / "home"
     write_home(home, "hindsight", {"api_url": double.base_url}, {ENV: KEY})

@@ -215,6 +215,12 @@ class MemoryProvider(ABC):
         """Fields for ``memoryport setup`` (see ``ConfigField``). Default: ``[]``."""
         return []
 
+    def check_config(self, values: dict[str, Any]) -> list[str]:
+        """Problems with a proposed config section beyond what the schema checks (rules
+        across fields, formats); ``memoryport setup`` refuses to save while any remain.
+        Default: ``[]``."""
+        return []
+
     def save_config(self, values: dict[str, Any], home: str) -> None:
         """Write non-secret config to the provider's own location under ``home``. No-op."""
 

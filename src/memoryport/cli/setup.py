@@ -181,6 +181,7 @@ def _collect(
 
 
 def _validate(
+    instance: Any,
     name: str,
     schema: list[dict[str, Any]],
     values: dict[str, Any],
@@ -195,6 +196,9 @@ def _validate(
             if secret is not None and spec["key"] not in check:
                 check[str(spec["key"])] = secret
     problems = validate_config(schema, check)
+    rules = getattr(instance, "check_config", None)
+    if not problems and callable(rules):
+        problems = [str(p) for p in rules(dict(values))]
     if problems:
         raise ConfigError(
             f"invalid settings for {name}:\n  " + "\n  ".join(problems), problems=problems
@@ -271,7 +275,7 @@ def setup_command(provider: str | None, sets: tuple[str, ...], yes: bool, no_ins
         return
     schema = config_schema(instance, info)
     values, secrets = _collect(provider, schema, sets_map, home, interactive=not yes)
-    _validate(provider, schema, values, secrets, home)
+    _validate(instance, provider, schema, values, secrets, home)
     if secrets:
         write_env(home, secrets)
         load_home_env(click.get_current_context(), home)  # the provider reads os.environ

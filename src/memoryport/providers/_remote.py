@@ -73,6 +73,15 @@ class RemoteProvider(MemoryProvider, Generic[S]):
         """A copy of the provider's settings schema (drives ``memoryport setup NAME``)."""
         return [f.copy() for f in self._schema]
 
+    def check_config(self, values: dict[str, Any]) -> list[str]:
+        """Every problem the provider's settings parser finds in *values* (the schema's
+        checks and its own rules, such as id formats)."""
+        try:
+            self._parse(values)
+        except ConfigError as exc:
+            return exc.problems or [str(exc)]
+        return []
+
     def _secret_set(self, env_var: str) -> bool:
         """True when *env_var* is set in the environment or the home's ``.env``."""
         if self.home is None:
