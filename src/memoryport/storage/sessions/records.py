@@ -29,6 +29,7 @@ __all__ = [
     "SessionRecord",
     "SessionSummary",
     "SortOrder",
+    "SyncReport",
     "check_session_fields",
     "check_sort",
     "coerce_message",
@@ -185,8 +186,10 @@ class SessionSummary:
 class SearchHit:
     """One ranked message from ``search_messages``.
 
-    ``score`` is larger-is-better within one result (negated BM25 for FTS plans, 0 for
-    LIKE); ``snippet`` marks matches with ``>>>``/``<<<``.
+    ``score`` is larger-is-better within one result: the context re-rank's total (its
+    signals, each scaled to the query's best) for the hits it ordered, negated BM25 for
+    other FTS hits, 0 for LIKE; compare scores within one result only. ``snippet`` marks
+    matches with ``>>>``/``<<<``.
     """
 
     message: MessageRecord
@@ -240,6 +243,18 @@ class ImportReport:
     sessions_imported: int = 0
     sessions_skipped: int = 0
     messages_imported: int = 0
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What ``sync_sessions`` did: sessions created (with their messages), sessions that
+    grew (their new messages appended), sessions left alone, and messages written."""
+
+    sessions_created: int = 0
+    sessions_grown: int = 0
+    sessions_unchanged: int = 0
+    messages_created: int = 0
+    messages_appended: int = 0
 
 
 @dataclass(frozen=True)
