@@ -19,9 +19,8 @@ appended (its row, and its children's links to it, stay).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, fields
 from pathlib import Path
-from typing import Any
 
 from memoryport.admin.migrate.curated_merge import (
     Candidate,
@@ -31,13 +30,13 @@ from memoryport.admin.migrate.curated_merge import (
     report_plans,
     write_archive,
 )
-from memoryport.admin.migrate.hermes_db import HermesDB, message_record, session_record
+from memoryport.admin.migrate.hermes_db import HermesDB, session_record
 from memoryport.admin.migrate.openclaw import SourceNotFound, run_directory
 from memoryport.admin.migrate.report import Report
 from memoryport.admin.sessions import Progress, SessionStore, open_store
 from memoryport.config import ensure_home, validate_name
 from memoryport.errors import ConfigError, SessionNotFound
-from memoryport.storage.sessions.records import MessageInput
+from memoryport.storage.sessions.records import MessageInput, SessionRecord, SyncReport
 
 __all__ = ["SOURCE_LABEL", "HermesOptions", "hermes_homes", "migrate_hermes"]
 
@@ -122,7 +121,8 @@ def _sessions(
     if not path.is_file():
         return
     with HermesDB(path) as db:
-        total = db.count_messages()
+        sizes = db.message_counts()
+        total = sum(sizes.values())
         order = db.session_order()
         if dry_run:
             report.add("sessions", str(path), str(target / "state.db"), "import",
@@ -130,37 +130,24 @@ def _sessions(
                        "ones are skipped)")  # fmt: skip
             return
         ensure_home(target)
-        store = open_store(target)
-        counts = dict.fromkeys(("sessions", "messages", "unchanged", "grown", "appended"), 0)
-        reported = 0
-        try:
-            for session_id, parent in order:
-                _import_session(db, store, session_id, parent, counts)
-                done = counts["messages"] + counts["appended"]
-                if progress is not None and done - reported >= _PROGRESS_EVERY:
-                    progress("importing", done, total)
-                    reported = done
-        finally:
-            store.close()
-        if progress is not None:
-            progress("importing", counts["messages"] + counts["appended"], total)
+        with open_store(target) as store:
+            done = _import_sessions(db, store, order, sizes, progress)
     where, into = str(path), str(target / "state.db")
     report.add("sessions", where, into, "import",
-               f"{counts['sessions']} sessions, {counts['messages']} messages")
-    report.add("sessions", where, into, "update",
-               f"{counts['grown']} sessions grew since: {counts['appended']} messages added")
+               f"{done.sessions_created} sessions, {done.messages_created} messages")
+    report.add("sessions", where, into, "update", f"{done.sessions_grown} sessions grew since:"
+               f" {done.messages_appended} messages added")  # fmt: skip
     report.add("sessions", where, into, "unchanged",
-               f"{counts['unchanged']} sessions already imported")  # fmt: skip
-    for key, value in (("sessions", counts["sessions"]),
-                       ("messages", counts["messages"] + counts["appended"]),
-                       ("sessions_unchanged", counts["unchanged"])):  # fmt: skip
+               f"{done.sessions_unchanged} sessions already imported")  # fmt: skip
+    for key, value in (("sessions", done.sessions_created),
+                       ("messages", done.messages_created + done.messages_appended),
+                       ("sessions_unchanged", done.sessions_unchanged)):  # fmt: skip
         report.counts[key] = report.counts.get(key, 0) + value
 
 
-_PROGRESS_EVERY = 5_000
-_UPDATABLE = ("title", "model", "ended_at", "end_reason", "tool_call_count", "input_tokens",
-              "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-              "estimated_cost_usd", "actual_cost_usd", "metadata")  # fmt: skip
+BATCH_MESSAGES = 20_000
+"""Messages per write transaction of the session import (whole sessions: one larger
+session is a batch of its own). Memory is about one batch, whatever the database size."""
 
 
 def _stored_count(store: SessionStore, session_id: str) -> int | None:
@@ -170,40 +157,60 @@ def _stored_count(store: SessionStore, session_id: str) -> int | None:
         return None
 
 
-def _message_input(m: dict[str, Any]) -> MessageInput:
-    return MessageInput(role=m["role"], content=m["content"], tool_name=m["tool_name"],
-                        tool_calls=m["tool_calls"], tool_call_id=m["tool_call_id"],
-                        reasoning=m["reasoning"], timestamp=m["timestamp"],
-                        metadata=m["metadata"])  # fmt: skip
+def _import_sessions(
+    db: HermesDB, store: SessionStore, order: list[tuple[str, str | None]],
+    sizes: dict[str, int], progress: Progress | None,
+) -> SyncReport:  # fmt: skip
+    """Every session of ``order`` (parents first) through ``sync_sessions``, in batches of
+    about :data:`BATCH_MESSAGES` messages; a session already stored with as many messages
+    as Hermes has is counted unchanged without reading its messages."""
+    total = sum(sizes.values())
+    batch: list[tuple[SessionRecord, list[MessageInput]]] = []
+    pending = done = unchanged = 0
+    counts = [0, 0, 0, 0, 0]
+    for session_id, parent in order:
+        stored = _stored_count(store, session_id)
+        if stored is not None and stored >= sizes.get(session_id, 0):
+            unchanged += 1
+            done += sizes.get(session_id, 0)
+            continue
+        messages = db.message_inputs(session_id)
+        batch.append((_session(db, session_id, parent, messages), messages))
+        pending += len(messages)
+        if pending >= BATCH_MESSAGES:
+            done += _flush(store, batch, counts)
+            batch, pending = [], 0
+            if progress is not None:
+                progress("importing", done, total)
+    done += _flush(store, batch, counts)
+    if progress is not None:
+        progress("importing", done, total)
+    counts[2] += unchanged
+    return SyncReport(*counts)
 
 
-def _import_session(
-    db: HermesDB, store: SessionStore, session_id: str, parent: str | None,
-    counts: dict[str, int],
-) -> None:
-    """One session: created (with its Hermes id, source, user, parent, start) unless it
-    is stored; its messages not stored yet appended in one batch (the store's bulk
-    append: one transaction, the word index built once for the batch); then its
-    counters, end, title, costs and metadata set as in Hermes. A session stored with as
-    many messages is counted as unchanged and left alone."""
-    messages = [message_record(row) for row in db.messages(session_id)]
-    stored = _stored_count(store, session_id)
-    if stored is not None and stored >= len(messages):
-        counts["unchanged"] += 1
-        return
-    newest = max((m["timestamp"] for m in messages), default=0.0)
+def _flush(
+    store: SessionStore, batch: list[tuple[SessionRecord, list[MessageInput]]], counts: list[int]
+) -> int:
+    """Write one batch; add its ``SyncReport`` to ``counts``; return its message count."""
+    if not batch:
+        return 0
+    result = store.sync_sessions(batch)
+    for i, value in enumerate(astuple(result)):
+        counts[i] += value
+    return sum(len(messages) for _, messages in batch)
+
+
+_RECORD_FIELDS = frozenset(f.name for f in fields(SessionRecord))
+
+
+def _session(
+    db: HermesDB, session_id: str, parent: str | None, messages: list[MessageInput]
+) -> SessionRecord:
+    """The ``SessionRecord`` of one Hermes session (:func:`session_record`); its tool call
+    count is Hermes' own, or counted from the messages when Hermes has no such column."""
+    newest = max((m.timestamp or 0.0 for m in messages), default=0.0)
     record = session_record(db.session_row(session_id), parent, len(messages), newest)
-    if stored is None:
-        store.create_session(
-            session_id, source=record["source"], user_id=record["user_id"],
-            parent_session_id=parent, started_at=record["started_at"],
-        )
-        counts["sessions"] += 1
-        counts["messages"] += len(messages)
-    else:
-        counts["grown"] += 1
-        counts["appended"] += len(messages) - stored
-    new = messages[stored or 0:]
-    if new:
-        store.append_messages(session_id, [_message_input(m) for m in new])
-    store.update_session(session_id, **{k: record[k] for k in _UPDATABLE if k in record})
+    if "tool_call_count" not in db.session_columns:
+        record["tool_call_count"] = sum(len(m.tool_calls or []) for m in messages)
+    return SessionRecord(**{k: v for k, v in record.items() if k in _RECORD_FIELDS})

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from memoryport.errors import StoreError
+from memoryport.storage.sessions.records import MessageInput
 
 __all__ = [
     "HermesDB",
+    "message_converter",
     "message_record",
     "session_record",
 ]
@@ -48,11 +51,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_MESSAGES_SQL = "SELECT * FROM messages WHERE session_id = ? ORDER BY id"
+
+
 class HermesDB:
     """One Hermes ``state.db``, open read-only. Use as a context manager."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._convert: Callable[[Sequence[Any]], MessageInput] | None = None
         try:
             self.conn = self._open(path)
             self.session_columns = self._columns("sessions")
@@ -120,6 +127,11 @@ class HermesDB:
         ordered.extend((sid, None) for sid, _ in pairs if sid not in placed)  # cycles
         return ordered
 
+    def message_counts(self) -> dict[str, int]:
+        """Messages per session id (one pass over Hermes' session index)."""
+        sql = "SELECT session_id, count(*) FROM messages GROUP BY session_id"
+        return {str(sid): int(n) for sid, n in self.conn.execute(sql)}
+
     def _fetch(self, sql: str, session_id: str) -> list[tuple[Any, ...]]:
         """Rows of ``sql``; text that is not valid UTF-8 is read with U+FFFD (a slower
         decoder, used only for the query that needs it)."""
@@ -139,9 +151,17 @@ class HermesDB:
 
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         """Every column of each message of one session, in id order."""
-        rows = self._fetch("SELECT * FROM messages WHERE session_id = ? ORDER BY id", session_id)
+        rows = self._fetch(_MESSAGES_SQL, session_id)
         columns = self.message_columns
         return [dict(zip(columns, row, strict=False)) for row in rows]
+
+    def message_inputs(self, session_id: str) -> list[MessageInput]:
+        """The messages of one session, in id order, as the store takes them (the same
+        mapping as :func:`message_record`, straight from the row tuples)."""
+        if self._convert is None:
+            self._convert = message_converter(self.message_columns)
+        convert = self._convert
+        return [convert(row) for row in self._fetch(_MESSAGES_SQL, session_id)]
 
 
 def _lenient(raw: bytes) -> str:
@@ -188,6 +208,40 @@ def message_record(row: dict[str, Any]) -> dict[str, Any]:
         "reasoning": str(reasoning) if reasoning else None,
         "metadata": {"hermes": extra} if extra else {},
     }
+
+
+def message_converter(columns: Sequence[str]) -> Callable[[Sequence[Any]], MessageInput]:
+    """A function from one ``SELECT *`` row of ``messages`` (``columns``) to the
+    ``MessageInput`` :func:`message_record` describes: column positions are looked up
+    once, not per row."""
+    at = {name: i for i, name in enumerate(columns)}
+    extras = [(i, name) for i, name in enumerate(columns) if name not in _MESSAGE_FIELDS]
+    i_id, i_role, i_content, i_time, i_tool, i_calls, i_call_id, i_reasoning, i_alt = (
+        at.get(n) for n in ("id", "role", "content", "timestamp", "tool_name", "tool_calls",
+                            "tool_call_id", "reasoning", "reasoning_content"))  # fmt: skip
+
+    def pick(row: Sequence[Any], index: int | None) -> Any:
+        return None if index is None else row[index]
+
+    def convert(row: Sequence[Any]) -> MessageInput:
+        extra = {n: _plain(row[i]) for i, n in extras if row[i] is not None and row[i] != ""}
+        extra["id"] = int(row[i_id])  # type: ignore[index]
+        reasoning = pick(row, i_reasoning)
+        if not reasoning and pick(row, i_alt):
+            reasoning = extra.pop("reasoning_content", None)
+        content = pick(row, i_content)
+        return MessageInput(
+            role=str(pick(row, i_role) or "user"),
+            content="" if content is None else str(_plain(content)),
+            tool_name=pick(row, i_tool) or None,
+            tool_calls=_tool_calls(pick(row, i_calls), extra),
+            tool_call_id=pick(row, i_call_id) or None,
+            reasoning=str(reasoning) if reasoning else None,
+            timestamp=float(pick(row, i_time) or 0.0),
+            metadata={"hermes": extra},
+        )
+
+    return convert
 
 
 def _field(name: str, value: Any) -> Any:

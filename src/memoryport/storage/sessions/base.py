@@ -16,6 +16,7 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import IO, Any, Literal
 
 from memoryport.errors import SessionNotFound, StoreError, ToolArgumentError
@@ -23,6 +24,7 @@ from memoryport.storage.sessions.portable import Progress, read_export
 from memoryport.storage.sessions.query import ParsedQuery, parse_query
 from memoryport.storage.sessions.records import (
     DEFAULT_HIDDEN_SOURCES,
+    SESSION_UPDATABLE_FIELDS,
     ImportReport,
     MatchMode,
     MessageInput,
@@ -34,6 +36,7 @@ from memoryport.storage.sessions.records import (
     SessionRecord,
     SessionSummary,
     SortOrder,
+    SyncReport,
     check_session_fields,
     check_sort,
     coerce_message,
@@ -286,6 +289,36 @@ class SessionStore(ABC):
     def _append(self, session_id: str, items: list[MessageInput], now: float) -> list[int]:
         """Append coerced messages (``timestamp`` defaults to ``now``) in one transaction;
         ``SessionNotFound`` if the session is absent."""
+
+    def sync_sessions(
+        self, entries: Sequence[tuple[SessionRecord, Sequence[MessageInput | Mapping[str, Any]]]]
+    ) -> SyncReport:
+        """Bring sessions up to date with a source that only appends (a re-runnable import).
+        A session not stored is created from the record (with its messages), one stored with
+        fewer messages gets the rest appended and its updatable fields set, others are left
+        alone. A parent must be stored or earlier in ``entries`` (else ``SessionNotFound``)."""
+        items = [(record, [coerce_message(m) for m in messages]) for record, messages in entries]
+        return self._sync(items, time.time())
+
+    def _sync(self, entries: list[tuple[SessionRecord, list[MessageInput]]], now: float
+              ) -> SyncReport:  # fmt: skip
+        """One session at a time through the other hooks (backends override: one write)."""
+        n, fields = [0, 0, 0, 0, 0], sorted(SESSION_UPDATABLE_FIELDS)  # see SyncReport
+        for record, messages in entries:
+            stored = self._session(record.id)
+            have = 0 if stored is None else stored.message_count
+            if stored is not None and have >= len(messages):
+                n[2] += 1
+                continue
+            if stored is None:
+                self._insert_session(replace(record, user_id=self._user(record.user_id),
+                                             message_count=0, last_active_at=record.started_at))
+            n[0 if stored is None else 1] += 1
+            n[3 if stored is None else 4] += len(messages) - have
+            if messages[have:]:
+                self._append(record.id, messages[have:], now)
+            self._update_session(record.id, {k: getattr(record, k) for k in fields})
+        return SyncReport(*n)
 
     def append_message(self, session_id: str, message: MessageInput | Mapping[str, Any]) -> int:
         """Append one message (one transaction); return its id."""

@@ -1,5 +1,13 @@
-"""Export, import, pruning, index rebuilds and multi-anchor window reads for the SQLite
-session store.
+"""Export, import, bulk ingest, pruning, index rebuilds and multi-anchor window reads for
+the SQLite session store.
+
+Bulk ingest (:func:`sync_entries`, behind ``SessionStore.sync_sessions``, the path
+``memoryport migrate hermes`` writes through) costs a handful of statements per batch
+whatever its size: one lookup of the stored sessions and parents, one ``executemany``
+each for new sessions, grown sessions, messages and event rows, and one
+``INSERT ... SELECT`` per full-text index over the batch's id range (contiguous:
+``AUTOINCREMENT`` under the write lock). Rows are converted once, with one shared JSON
+encoder.
 
 The export format is shared with PostgreSQL (:mod:`memoryport.storage.sessions.portable`).
 """
@@ -8,21 +16,25 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
-from memoryport.errors import StoreError
+from memoryport.errors import SessionNotFound, StoreError
 from memoryport.storage.sessions.portable import ExportWriter, Progress
 from memoryport.storage.sessions.query import has_cjk
 from memoryport.storage.sessions.records import (
+    SESSION_UPDATABLE_FIELDS,
     ImportReport,
+    MessageInput,
     MessageRecord,
     MessageWindow,
     SearchScope,
     SessionRecord,
+    SyncReport,
 )
 from memoryport.storage.sessions.rows import (
     MESSAGE_COLUMNS,
+    MESSAGE_INSERT_COLUMNS,
     SESSION_COLUMNS,
     message_from_row,
     message_values,
@@ -40,6 +52,7 @@ __all__ = [
     "index_messages",
     "prune_empty",
     "rebuild_indexes",
+    "sync_entries",
 ]
 
 
@@ -255,3 +268,117 @@ def fetch_windows(
             anchor, rows, count_before=before, count_after=after, window=window, bookend=bookend
         )
     return out
+
+
+# ------------------------------------------------------------------ sync (bulk ingest)
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+_COLUMNS = SESSION_COLUMNS.replace("s.", "").split(", ")
+_PARENT = _COLUMNS.index("parent_session_id") + 1
+_INSERT_SESSION = (
+    f"INSERT INTO sessions ({', '.join(_COLUMNS)}) VALUES ("
+    + ", ".join(
+        f"coalesce(?{i}, (SELECT p.user_id FROM sessions p WHERE p.id = ?{_PARENT}))"
+        if name == "user_id"
+        else f"?{i}"
+        for i, name in enumerate(_COLUMNS, start=1)
+    )
+    + ")"
+)
+_FIELDS = sorted(SESSION_UPDATABLE_FIELDS)
+_UPDATE_SESSION = (
+    f"UPDATE sessions SET {', '.join(f'{k} = ?' for k in _FIELDS)},"
+    " message_count = message_count + ?, last_active_at = max(last_active_at, ?) WHERE id = ?"
+)
+_INSERT_MESSAGE = f"INSERT INTO messages ({MESSAGE_INSERT_COLUMNS}, cjk) VALUES ({'?,' * 9}?)"
+_INSERT_EVENT = "INSERT INTO message_events VALUES (?, ?, ?, ?, ?)"
+
+
+def _json(value: Any) -> str | None:
+    return None if value in (None, {}, []) else _encode(value)
+
+
+def _message_rows(sid: str, items: Sequence[MessageInput], now: float) -> list[tuple[Any, ...]]:
+    return [
+        (sid, m.role, m.content, now if m.timestamp is None else m.timestamp,
+         m.tool_name, _json(m.tool_calls), m.tool_call_id, m.reasoning, _json(m.metadata),
+         1 if has_cjk(m.content) else 0)
+        for m in items
+    ]  # fmt: skip
+
+
+def _session_row(record: SessionRecord, user: str | None, count: int, newest: float) -> list[Any]:
+    values = {**record.__dict__, "user_id": user, "message_count": count,
+              "parent_session_id": record.parent_session_id or None,
+              "last_active_at": max(record.started_at, newest),
+              "metadata": _json(record.metadata)}  # fmt: skip
+    return [values[name] for name in _COLUMNS]
+
+
+def _stored(conn: sqlite3.Connection, ids: set[str]) -> dict[str, int]:
+    sql = "SELECT id, message_count FROM sessions WHERE id IN (SELECT value FROM json_each(?))"
+    return {str(i): int(n) for i, n in conn.execute(sql, (json.dumps(sorted(ids)),))}
+
+
+def sync_entries(
+    conn: sqlite3.Connection,
+    entries: Sequence[tuple[SessionRecord, Sequence[MessageInput]]],
+    now: float,
+    user_of: Callable[[str | None], str | None],
+) -> SyncReport:
+    """Write ``entries`` (see ``sync_sessions``) inside the caller's write transaction.
+
+    ``user_of`` resolves a record's ``user_id`` against the store's bound user.
+    ``SessionNotFound`` (nothing written: the caller rolls back) for a parent that is
+    neither stored nor created earlier in ``entries``.
+    """
+    wanted = {r.id for r, _ in entries} | {r.parent_session_id for r, _ in entries
+                                           if r.parent_session_id}  # fmt: skip
+    stored = _stored(conn, wanted)
+    created: list[list[Any]] = []
+    grown: list[tuple[Any, ...]] = []
+    rows: list[tuple[Any, ...]] = []
+    unchanged = appended = 0
+    for record, messages in entries:
+        have = stored.get(record.id)
+        if have is not None and have >= len(messages):
+            unchanged += 1
+            continue
+        new = _message_rows(record.id, messages[have or 0 :], now)
+        newest = max((r[3] for r in new), default=0.0)
+        if have is None:
+            parent = record.parent_session_id
+            if parent and parent not in stored:
+                raise SessionNotFound(f"unknown parent session {parent!r} of {record.id!r}")
+            created.append(_session_row(record, user_of(record.user_id), len(new), newest))
+            stored[record.id] = len(messages)
+        else:
+            fields = [_json(record.metadata) if k == "metadata" else getattr(record, k)
+                      for k in _FIELDS]  # fmt: skip
+            grown.append((*fields, len(new), newest, record.id))
+            appended += len(new)
+        rows.extend(new)
+    if created:
+        conn.executemany(_INSERT_SESSION, created)
+    if grown:
+        conn.executemany(_UPDATE_SESSION, grown)
+    _insert_messages(conn, rows)
+    return SyncReport(len(created), len(grown), unchanged, len(rows) - appended, appended)
+
+
+def _insert_messages(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Insert ``rows``, index them and write their event rows (ids are contiguous: the
+    writer holds the lock and ``AUTOINCREMENT`` hands out the next ones)."""
+    if not rows:
+        return
+    first = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
+    start = int(first[0]) + 1 if first else 1
+    conn.executemany(_INSERT_MESSAGE, rows)
+    ids = range(start, start + len(rows))
+    index_messages(conn, ids, cjk=any(r[-1] for r in rows))
+    events: list[EventRow] = []
+    for message_id, row in zip(ids, rows, strict=True):
+        if row[2]:
+            events.extend(event_rows(message_id, row[2], row[3]))
+    if events:
+        conn.executemany(_INSERT_EVENT, events)

@@ -34,6 +34,7 @@ from memoryport.storage.sessions.records import (
     SessionRecord,
     SessionSummary,
     SortOrder,
+    SyncReport,
     valid_values,
 )
 from memoryport.storage.sessions.rows import (
@@ -54,6 +55,7 @@ from memoryport.storage.sessions.sqlite.bulk import (
     index_messages,
     prune_empty,
     rebuild_indexes,
+    sync_entries,
 )
 from memoryport.storage.sessions.sqlite.connect import (
     connect,
@@ -490,6 +492,10 @@ class SQLiteSessionStore(SessionStore):
         progress: Progress | None = None,
     ) -> ImportReport:
         return self._write(lambda c: import_entries(c, entries, on_conflict, progress))
+
+    def _sync(self, entries: list[tuple[SessionRecord, list[MessageInput]]], now: float
+              ) -> SyncReport:  # fmt: skip
+        return self._write(lambda c: sync_entries(c, entries, now, self._user))
 
     def _prune_empty(
         self, user_id: str | None, cutoff: float, dry_run: bool
