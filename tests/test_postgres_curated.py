@@ -8,6 +8,7 @@ version, and 8 processes x 100 adds through PostgreSQL with no lost update.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -214,6 +215,15 @@ def _write_config(home: Path, uri: str) -> None:
     )
 
 
+@pytest.fixture
+def default_schema(pg_server: pgserver.PgServer) -> Iterator[None]:
+    """Drop the default ``memoryport`` schema afterwards (as other tests using it do)."""
+    yield
+    close_databases("memoryport")
+    pgserver.drop_schema(pg_server.uri, "memoryport")
+
+
+@pytest.mark.usefixtures("default_schema")
 def test_config_yaml_selects_postgres_for_curated_and_audit(
     pg_server: pgserver.PgServer, tmp_path: Path
 ) -> None:
@@ -232,10 +242,6 @@ def test_config_yaml_selects_postgres_for_curated_and_audit(
     assert isinstance(log, PostgresAuditLog)
     event = log.append(shell="cli", kind="write", action="add", user_id=user)
     assert log.events(limit=5)[0].id == event
-    with psycopg.connect(pg_server.uri, autocommit=True) as conn:
-        conn.execute("DELETE FROM memoryport.curated_targets WHERE user_id = %s", (user,))
-        conn.execute("DELETE FROM memoryport.curated_history WHERE user_id = %s", (user,))
-        conn.execute("DELETE FROM memoryport.audit_events WHERE user_id = %s", (user,))
 
 
 def test_unset_dsn_is_a_clear_config_error(tmp_path: Path) -> None:
@@ -266,8 +272,9 @@ def test_eight_processes_add_one_hundred_each_without_a_lost_update(
 ) -> None:
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     procs = [
-        subprocess.Popen([sys.executable, "-c", _WORKER, pg_server.uri, pg_schema,
-                          str(tmp_path / f"host{w}"), str(w)], env=env)  # fmt: skip
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, pg_server.uri, pg_schema, str(tmp_path / f"h{w}"),
+             str(w)], env=env)
         for w in range(8)
     ]
     assert [p.wait(timeout=300) for p in procs] == [0] * 8
@@ -279,5 +286,5 @@ def test_eight_processes_add_one_hundred_each_without_a_lost_update(
     assert set(entries) == {f"w{w}n{i}" for w in range(8) for i in range(100)}
     revisions = store.history("memory")
     assert [r.rev for r in revisions] == list(range(1, 801))
-    for earlier, later in zip(revisions, revisions[1:], strict=False):
+    for earlier, later in itertools.pairwise(revisions):
         assert later.before == earlier.after  # each writer saw the previous write

@@ -10,7 +10,6 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from click.testing import CliRunner
 
@@ -55,7 +54,7 @@ def test_events_filters_retention_and_held_syncs(log: AuditLog) -> None:
     log.hold("ana", "s1", {"turn": 2})
     assert log.has_held("ana") and not log.has_held("bob") and log.held_count() == 2
     claimed = log.claim_held("ana")
-    assert [h.id for h in claimed][0] == held and [h.payload for h in claimed] == [
+    assert claimed[0].id == held and [h.payload for h in claimed] == [
         {"turn": 1}, {"turn": 2}]
     assert log.claim_held("ana") == [] and log.held_count() == 0
 
@@ -70,9 +69,8 @@ def pg_home(pg_server: pgserver.PgServer, tmp_path: Path) -> Iterator[Path]:
         json.dumps({"storage": {"backend": "postgres", "dsn": pg_server.uri}}), encoding="utf-8"
     )
     yield home
-    with psycopg.connect(pg_server.uri, autocommit=True) as conn:
-        for table in ("curated_targets", "curated_history", "audit_events"):
-            conn.execute(f"DELETE FROM memoryport.{table} WHERE profile = %s", (profile,))
+    close_databases("memoryport")
+    pgserver.drop_schema(pg_server.uri, "memoryport")  # the default schema, as other tests do
 
 
 def _cli(home: Path, *args: str) -> dict[str, object]:

@@ -106,7 +106,7 @@ def test_alice_gets_none_of_bobs_rows(
         assert log.revisions() == [] and log.latest_rev() is None
         with pytest.raises(MemoryStoreError, match="No revision 1"):
             log.get(1)
-        with pytest.raises(MemoryStoreError, match="row-level security|not visible"):
+        with pytest.raises(MemoryStoreError, match=r"row-level security|not visible"):
             file.mutate(lambda state: (["alice writes into bob"], None))
     audit = PostgresAuditLog(dsn, schema=schema, user_id="alice")
     assert [e.user_id for e in audit.events()] == ["alice"]

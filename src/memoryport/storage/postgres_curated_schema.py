@@ -201,6 +201,13 @@ class Database:
             self._pool.close()
             raise
 
+    def _migrate(self, error: Callable[[str], Exception]) -> None:
+        try:
+            with self._pool.connection() as conn:
+                migrate(conn, self.schema)
+        except (psycopg.Error, PoolTimeout, MigrationError) as exc:
+            raise error(f"cannot create the tables in schema {self.schema!r}: {exc}") from exc
+
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute(
             "SELECT set_config(%s, %s, false), set_config('lock_timeout', %s, false)",
@@ -212,11 +219,21 @@ class Database:
         return sql.SQL(text).format(s=self.ident)
 
     def run(self, fn: Callable[[Cursor], T], error: Callable[[str], Exception]) -> T:
-        """Run ``fn`` in one transaction; a failure raises ``error(message)``."""
+        """Run ``fn`` in one transaction; a failure raises ``error(message)``.
+
+        A table that vanished (the schema was dropped while this process held it open)
+        is created again by the migrations, once, and the transaction retried.
+        """
+        remigrated = False
         for attempt in range(_TRIES):
             try:
                 with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
                     return fn(cur)
+            except (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName) as exc:
+                if remigrated:
+                    raise error(f"PostgreSQL refused the statement: {exc}") from exc
+                remigrated = True
+                self._migrate(error)
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
                 if attempt == _TRIES - 1:
                     raise error(f"PostgreSQL kept refusing the transaction: {exc}") from exc
