@@ -4,7 +4,9 @@ Sources, highest precedence first:
 
 1. bundled providers: ``memoryport/providers/<name>/plugin.yaml`` (those marked
    ``builtin: true`` are memoryport's own built-ins and are not listed);
-2. user plugin directories ``<home>/plugins/<name>/`` (``__init__.py`` + ``plugin.yaml``);
+2. user plugin directories ``<home>/plugins/<name>/`` (``__init__.py`` + ``plugin.yaml``;
+   folders holding a Hermes general plugin instead, see ``plugin_dir_kind``, are left to
+   ``memoryport.plugins.general``);
 3. entry points in the group ``memoryport.providers``;
 4. entry points in Hermes' group ``hermes_agent.memory_providers``.
 
