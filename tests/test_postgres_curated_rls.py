@@ -19,6 +19,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 import pgserver
+from memoryport.admin.doctor_postgres import postgres_checks
 from memoryport.errors import DriftError, MemoryStoreError
 from memoryport.providers.curated import CuratedMemory
 from memoryport.storage.curated_targets import TargetPlace
@@ -129,3 +130,24 @@ def test_shared_notes_are_visible_to_every_user(owner: tuple[str, str], tmp_path
     bob = CuratedMemory(tmp_path, user_id="bob", backend=backend)
     assert bob.entries("memory") == ["Team note."]
     assert bob.entries("user") == []
+
+
+def test_doctor_checks_the_curated_and_audit_policies(owner: tuple[str, str]) -> None:
+    dsn, schema = owner
+
+    def check() -> tuple[str, str]:
+        found = {c.name: c for c in postgres_checks(dsn, schema)}["postgres curated/audit"]
+        return found.status, found.detail
+
+    assert check()[0] == "warn"
+    PostgresAuditLog(dsn, schema=schema)  # creates the tables
+    status, detail = check()
+    assert status == "ok" and "audit_events" in detail and "curated_targets" in detail
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("ALTER TABLE {}.curated_history NO FORCE ROW LEVEL SECURITY").format(
+                sql.Identifier(schema)
+            )
+        )
+    status, detail = check()
+    assert status == "fail" and "curated_history" in detail

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import psycopg
 
+from memoryport.storage.postgres_curated_schema import POLICIES as CURATED_POLICIES
 from memoryport.storage.sessions.postgres.migrations import POLICIES
 
 __all__ = [
@@ -69,6 +70,7 @@ def postgres_checks(dsn: str, schema: str = "memoryport") -> Iterator[Check]:
         else:
             yield _indexes(conn, schema)
             yield _policies(conn, schema)
+        yield _curated_tables(conn, schema)
         yield _latency(conn)
 
 
@@ -159,6 +161,33 @@ def _policies(conn: Conn, schema: str) -> Check:
             "connect agents as an ordinary role (see docs/postgres.md, 'Isolation')",
         )
     return Check("postgres policies", "ok", f"user_scope enforced on {', '.join(enforced)}")
+
+
+def _curated_tables(conn: Conn, schema: str) -> Check:
+    """Curated memory and audit tables (``storage.backend: postgres``): present, with
+    their ``user_scope`` policies enforced."""
+    name = "postgres curated/audit"
+    present = conn.execute(
+        "SELECT to_regclass(%s)", (f'"{schema}".curated_targets',)
+    ).fetchone()
+    if present is None or present[0] is None:
+        return Check(name, "warn", f"schema {schema!r} has no curated-memory tables yet",
+                     "they are created when curated memory or the audit log first opens "
+                     "with storage.backend: postgres")  # fmt: skip
+    rows = conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relname = ANY(%s) AND c.relrowsecurity"
+        " AND c.relforcerowsecurity AND EXISTS (SELECT 1 FROM pg_policies p"
+        " WHERE p.schemaname = n.nspname AND p.tablename = c.relname"
+        " AND p.policyname = 'user_scope')",
+        (schema, sorted(CURATED_POLICIES)),
+    ).fetchall()
+    missing = sorted(set(CURATED_POLICIES) - {row[0] for row in rows})
+    if missing:
+        return Check(name, "fail", f"row-level security is not enforced on {', '.join(missing)}",
+                     "open curated memory once with a current memoryport (its migrations "
+                     "add the tables and policies)")  # fmt: skip
+    return Check(name, "ok", f"user_scope enforced on {', '.join(sorted(CURATED_POLICIES))}")
 
 
 def _latency(conn: Conn, rounds: int = 5) -> Check:
