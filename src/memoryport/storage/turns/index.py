@@ -26,7 +26,16 @@ from memoryport.storage.sessions.temporal import (
 from memoryport.storage.sqlite_wal import enable_wal
 from memoryport.storage.timeexpr import has_time_words
 from memoryport.storage.turns import schema, vectors
-from memoryport.storage.turns.rank import Components, Weights, combine, fts_query, query_words
+from memoryport.storage.turns.rank import (
+    Components,
+    Weights,
+    asks_for_name,
+    combine,
+    fts_query,
+    name_stems,
+    names_other,
+    query_words,
+)
 
 __all__ = ["MAX_LIMIT", "TurnHit", "TurnIndex", "TurnInput"]
 
@@ -43,6 +52,10 @@ SESSION_DEPTH = 1
 """How many best-matching session blocks contribute all their turns as candidates (every
 matching block still scores its turns' ``session`` signal). 1, 2 and 3 give the same
 LoCoMo cat 1-4 R@5/R@10 at MAIN_DEPTH 80 (0.700/0.776-0.777); 1 scores 64 fewer turns."""
+
+NAMES_CACHE = 100_000
+"""How many turns' :func:`~memoryport.storage.turns.rank.name_stems` a TurnIndex keeps
+in memory (cleared when full)."""
 
 _TURN_COLUMNS = "id, session_id, position, speaker, text, timestamp, source_id, temporal"
 _T_COLUMNS = ", ".join("t." + c for c in _TURN_COLUMNS.split(", "))
@@ -113,6 +126,9 @@ class TurnIndex:
     user, and ``user_id=None`` means the turns stored without one. Thread-safe (one
     connection behind a lock).
     """
+
+    _names: dict[int, frozenset[str]]
+    """Each candidate turn's name stems, by turn id (see :meth:`_naming`)."""
 
     def __init__(
         self,
@@ -308,6 +324,7 @@ class TurnIndex:
         events = self._overlapping(rows, hint.events) if hint.events else set()
         wordset = set(words)
         dense = self._dense(query, rows)
+        naming = self._naming(words, rows)
         named: dict[str, float] = {}
         windows, intent = hint.windows, hint.intent
         get_main, get_block, block_turns = main.get, blocks.get, schema.BLOCK_TURNS
@@ -327,9 +344,33 @@ class TurnIndex:
                     1.0 if intent and temporal else 0.0,
                     dense[n],
                     1.0 if turn_id in events else 0.0,
+                    naming[n],
                 )
             )
         return rows, parts
+
+    def _naming(self, words: list[str], rows: Sequence[_Row]) -> list[float]:
+        """The ``named`` signal of each candidate row (all 0 unless the query asks for a
+        name); the query's words and every candidate speaker's name words are known.
+        Each turn's names are computed once per process (turn text never changes)."""
+        if not asks_for_name(words):
+            return [0.0] * len(rows)
+        known = set(words)
+        for speaker in {r[3] for r in rows}:
+            known.update(query_words(speaker))
+        cache: dict[int, frozenset[str]] | None = getattr(self, "_names", None)
+        if cache is None:  # set here, not in __init__: subclasses open their own way
+            cache = {}
+            self._names = cache
+        if len(cache) > NAMES_CACHE:
+            cache.clear()
+        out = []
+        for row in rows:
+            stems = cache.get(row[0])
+            if stems is None:
+                stems = cache[row[0]] = name_stems(row[4])
+            out.append(1.0 if names_other(stems, known) else 0.0)
+        return out
 
     def _latest(self, scope: str) -> float | None:
         """The scope's latest turn time: "now" for relative dates in a query."""

@@ -17,6 +17,11 @@ the query (so each lies in 0..1), multiplied by its weight and summed:
   time against the turn's time) overlaps a period the query names (relative query dates
   resolve against the store's latest turn); its weight is the window's, as the session
   store's fit set its event and window boosts equal;
+* ``named``: 1 when the query asks for a name ("where", "which", "who", "name") and the
+  turn names something the query does not: a capitalised word inside a sentence that is
+  neither a query word nor a word of a candidate's speaker name (:func:`name_stems`,
+  :func:`names_other`) —
+  the answer type of the question, as ``when`` is for time questions;
 * ``dense``: with the ``embeddings`` extra, the query-turn cosine similarity z-scored over
   the candidates and clipped at 0 (:mod:`.vectors`); 0 without it.
 
@@ -33,7 +38,10 @@ from typing import NamedTuple
 
 from memoryport.storage.sessions.query import STOPWORDS
 
-__all__ = ["MAX_TERMS", "Components", "Weights", "combine", "fts_query", "query_words"]
+__all__ = [
+    "MAX_TERMS", "Components", "Weights", "asks_for_name", "combine", "fts_query",
+    "name_stems", "names_other", "query_words",
+]
 
 MAX_TERMS = 32
 """At most this many distinct query terms are searched (the first ones in the query)."""
@@ -54,6 +62,7 @@ class Weights:
     when: float = 0.5
     dense: float = 0.5
     event: float = 0.1
+    named: float = 0.5
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -78,6 +87,7 @@ class Components(NamedTuple):
     when: float
     dense: float = 0.0
     event: float = 0.0
+    named: float = 0.0
 
 
 _SIGNALS = Components._fields
@@ -95,6 +105,41 @@ def fts_query(words: list[str]) -> str:
     """An FTS5 MATCH expression ORing the non-stopword ``words`` ('' when none)."""
     terms = [w for w in words if w not in STOPWORDS][:MAX_TERMS]
     return " OR ".join(f'"{t}"' for t in terms)
+
+
+_NAME_QUESTION = frozenset({"where", "which", "who", "whom", "whose", "name", "names"})
+_CAPITAL = re.compile(r"(?<![\w'’-])[^\W\d_a-z][\w'’-]*")
+_BOUNDARY = frozenset(".!?:;\"“”([")
+_NOT_NAMES = frozenset({"i", "ok", "okay", "omg", "lol", "tv"})
+
+
+def asks_for_name(words: list[str]) -> bool:
+    """Whether a query (its :func:`query_words`) asks for a name: a place, a thing by
+    name, a person ("where", "which", "who", "whom", "whose", "name")."""
+    return not _NAME_QUESTION.isdisjoint(words)
+
+
+def name_stems(text: str) -> frozenset[str]:
+    """The lower-cased stems (before any apostrophe) of the capitalised words of ``text``
+    that do not start a sentence: the names it mentions, by rule (no tagger). Depends
+    on the text alone, so an index may compute it once per turn."""
+    stems: set[str] = set()
+    for match in _CAPITAL.finditer(text):
+        word = match.group(0)
+        if not word[0].isupper():
+            continue
+        at = match.start() - 1
+        while at >= 0 and text[at].isspace():
+            at -= 1
+        if at >= 0 and text[at] not in _BOUNDARY:
+            stems.add(word.lower().replace("’", "'").split("'", 1)[0])
+    return frozenset(stems - _NOT_NAMES)
+
+
+def names_other(stems: frozenset[str], known: set[str] | frozenset[str]) -> bool:
+    """Whether a turn's :func:`name_stems` hold a name not in ``known`` (the query's words
+    and the speakers' names): the ``named`` signal."""
+    return not stems <= known
 
 
 def combine(candidates: list[Components], weights: Weights) -> list[float]:
