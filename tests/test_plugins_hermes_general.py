@@ -395,3 +395,45 @@ def test_session_hooks_fire_where_the_mapping_says(tmp_path: Path) -> None:
         ("post_llm_call", second, None),
         ("on_session_end", second, None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("import no_such_module_anywhere\n", "ModuleNotFoundError"),
+        (
+            "def register(ctx):\n    ctx.register_hook('pre_llm_call', print)\n    1 / 0\n",
+            "ZeroDivisionError",
+        ),
+        ("X = 1  # register_hook is mentioned, never defined\n", "has no register(ctx)"),
+    ],
+)
+def test_a_broken_plugin_is_reported_and_the_agent_runs(
+    tmp_path: Path, code: str, expected: str
+) -> None:
+    import sys
+
+    from click.testing import CliRunner
+
+    from memoryport.cli import main
+
+    home = tmp_path / "home"
+    folder = home / "plugins" / "broken"
+    folder.mkdir(parents=True)
+    (folder / "plugin.yaml").write_text("name: broken\nprovides_hooks: [pre_llm_call]\n")
+    (folder / "__init__.py").write_text(code, encoding="utf-8")
+    (home / "config.yaml").write_text(
+        yaml.safe_dump(
+            {"memory": {"provider": "", "nudge_interval": 0}, "plugins": {"enabled": ["broken"]}}
+        ),
+        encoding="utf-8",
+    )
+    result = load_general("broken", home)
+    assert not result.ok and expected in result.error and result.traceback
+    assert not [n for n in sys.modules if n.startswith("_memoryport_user_plugins.broken")]
+    memory = _memory(home)
+    assert _turn(memory, "Hello") == "Hello"
+    memory.close()
+    status = CliRunner().invoke(main, ["--home", str(home), "status", "--no-probe"])
+    assert status.exit_code == 1
+    assert "General plugin broken: " in status.output and expected in status.output

@@ -19,6 +19,7 @@ it never stops the agent.
 from __future__ import annotations
 
 import logging
+import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from memoryport.plugins.hermes_general import (
     HermesPluginProvider,
     PluginRunner,
 )
-from memoryport.plugins.loader import _import_user_dir
+from memoryport.plugins.loader import _forget_modules, _import_user_dir, _user_module_name
 from memoryport.plugins.manifest import (
     PluginManifest,
     read_manifest_lenient,
@@ -253,8 +254,15 @@ def _import_target(info: GeneralPluginInfo) -> Any:
     """The plugin's module (user folder) or the object its entry point names."""
     if info.source == "user":
         return _import_user_dir(ProviderInfo(info.name, "user", info.manifest, path=info.path))
-    hermes_compat.register_plugin_package(info.entry_point.partition(":")[0].partition(".")[0])
+    hermes_compat.register_plugin_package(_module_prefix(info))
     return metadata.EntryPoint(name=info.name, value=info.entry_point, group="").load()
+
+
+def _module_prefix(info: GeneralPluginInfo) -> str:
+    """The top-level module name the plugin's code is imported under."""
+    if info.source == "user":
+        return _user_module_name(ProviderInfo(info.name, "user", info.manifest, path=info.path))
+    return info.entry_point.partition(":")[0].partition(".")[0]
 
 
 def _register(
@@ -301,12 +309,14 @@ def load_general(
     result.info = info
     hermes_compat.set_active_home(home)
     runner = PluginRunner(name)
+    before = set(sys.modules)
     try:
         ctx = _register(info, home, runner, timeout_s)
     except BaseException as exc:  # a plugin must never take the agent down
         if isinstance(exc, KeyboardInterrupt):
             raise
         runner.stop()
+        _forget_modules(before, [_module_prefix(info)])  # a fixed plugin loads cleanly later
         result.error = f"{type(exc).__name__}: {exc}"
         result.traceback = traceback.format_exc()
         logger.warning("could not load general plugin %r: %s", name, result.error)
