@@ -437,3 +437,14 @@ def test_a_broken_plugin_is_reported_and_the_agent_runs(
     status = CliRunner().invoke(main, ["--home", str(home), "status", "--no-probe"])
     assert status.exit_code == 1
     assert "General plugin broken: " in status.output and expected in status.output
+
+
+def test_runs_next_to_the_memory_provider_without_taking_its_slot(
+    tmp_path: Path, double: HindsightDouble
+) -> None:
+    memory = _memory(_home(tmp_path, provider="holographic"))  # max_external_providers: 1
+    names = [getattr(p, "name", "") for p in memory.providers]
+    assert "holographic" in names and "hindsight" in names
+    tools = {s["name"] for s in memory.tool_schemas()}
+    assert {"fact_store", "hindsight_recall"} <= tools
+    memory.close()
