@@ -75,7 +75,7 @@ class PostgresAuditLog(AuditLog):
             cur.execute(composed, params)
             return cur.fetchall() if cur.description is not None else []
 
-        return self._db.run(work, _error)
+        return self._db.read(work, _error)  # one statement: atomic without BEGIN/COMMIT
 
     # ------------------------------------------------------------------ events
     def append(self, *, shell: str, kind: str, action: str, target: str = "",

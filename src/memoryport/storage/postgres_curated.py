@@ -139,25 +139,25 @@ class PgHistory:
         """Every kept revision, oldest first."""
         query = self._db.q(f"SELECT {_HISTORY_COLUMNS} FROM {{s}}.curated_history "
                            f"WHERE {_KEY} ORDER BY rev")  # fmt: skip
-        rows = self._db.run(lambda cur: cur.execute(query, self._key).fetchall(), _error)
+        rows = self._db.read(lambda cur: cur.execute(query, self._key).fetchall(), _error)
         return [_revision(row) for row in rows]
 
     def latest_rev(self) -> int | None:
         """The number of the last revision, or None."""
         query = self._db.q(f"SELECT max(rev) FROM {{s}}.curated_history WHERE {_KEY}")
-        row = self._db.run(lambda cur: cur.execute(query, self._key).fetchone(), _error)
+        row = self._db.read(lambda cur: cur.execute(query, self._key).fetchone(), _error)
         return None if row is None or row[0] is None else int(row[0])
 
     def get(self, rev: int) -> Revision:
         """Revision ``rev``; ``MemoryStoreError`` naming the range kept when unknown."""
         query = self._db.q(f"SELECT {_HISTORY_COLUMNS} FROM {{s}}.curated_history "
                            f"WHERE {_KEY} AND rev = %s")  # fmt: skip
-        row = self._db.run(lambda cur: cur.execute(query, (*self._key, rev)).fetchone(), _error)
+        row = self._db.read(lambda cur: cur.execute(query, (*self._key, rev)).fetchone(), _error)
         if row is not None:
             return _revision(row)
         bounds = self._db.q(f"SELECT min(rev), max(rev) FROM {{s}}.curated_history WHERE {_KEY}")
-        low, high = self._db.run(lambda cur: cur.execute(bounds, self._key).fetchone(), _error) or (
-            None, None)  # fmt: skip
+        found = self._db.read(lambda cur: cur.execute(bounds, self._key).fetchone(), _error)
+        low, high = found or (None, None)
         kept = f"revisions {low}-{high}" if low is not None else "none"
         raise MemoryStoreError(
             f"No revision {rev} in the history of {self._path.name.removesuffix('.jsonl')} "
@@ -240,7 +240,7 @@ class PgTarget:
 
     def read_raw(self) -> str:
         """The stored text (``""`` before the first write)."""
-        row = self._db.run(lambda cur: cur.execute(self._select, self._key).fetchone(), _error)
+        row = self._db.read(lambda cur: cur.execute(self._select, self._key).fetchone(), _error)
         return "" if row is None else str(row[0])
 
     def read_entries(self) -> list[str]:

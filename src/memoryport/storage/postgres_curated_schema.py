@@ -218,7 +218,15 @@ class Database:
         """``text`` with ``{s}`` formatted as this database's schema."""
         return sql.SQL(text).format(s=self.ident)
 
-    def run(self, fn: Callable[[Cursor], T], error: Callable[[str], Exception]) -> T:
+    def read(self, fn: Callable[[Cursor], T], error: Callable[[str], Exception]) -> T:
+        """Run ``fn`` (one statement: it reads one consistent snapshot) without a
+        transaction block, saving the ``BEGIN``/``COMMIT`` round trips of :meth:`run`."""
+        return self.run(fn, error, transaction=False)
+
+    def run(
+        self, fn: Callable[[Cursor], T], error: Callable[[str], Exception], *,
+        transaction: bool = True,
+    ) -> T:  # fmt: skip
         """Run ``fn`` in one transaction; a failure raises ``error(message)``.
 
         A table that vanished (the schema was dropped while this process held it open)
@@ -227,8 +235,12 @@ class Database:
         remigrated = False
         for attempt in range(_TRIES):
             try:
-                with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                    return fn(cur)
+                with self._pool.connection() as conn:
+                    if not transaction:
+                        with conn.cursor() as cur:
+                            return fn(cur)
+                    with conn.transaction(), conn.cursor() as cur:
+                        return fn(cur)
             except (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName) as exc:
                 if remigrated:
                     raise error(f"PostgreSQL refused the statement: {exc}") from exc
