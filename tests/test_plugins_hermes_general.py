@@ -448,3 +448,39 @@ def test_runs_next_to_the_memory_provider_without_taking_its_slot(
     tools = {s["name"] for s in memory.tool_schemas()}
     assert {"fact_store", "hindsight_recall"} <= tools
     memory.close()
+
+
+_LEAKY_PLUGIN = """
+import asyncio
+
+
+async def _leak(args, **kwargs):
+    loop = asyncio.get_running_loop()
+    loop.call_exception_handler({"message": "Unclosed client session"})
+    loop.call_exception_handler({"message": "Something else broke"})
+    return "done"
+
+
+def register(ctx):
+    ctx.register_tool("leak", "leak", {"name": "leak", "parameters": {"type": "object"}}, _leak)
+"""
+
+
+def test_unclosed_sessions_at_exit_are_debug_noise_other_loop_errors_are_not(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    home = tmp_path / "home"
+    folder = home / "plugins" / "leaky"
+    folder.mkdir(parents=True)
+    (folder / "plugin.yaml").write_text("name: leaky\nprovides_tools: [leak]\n")
+    (folder / "__init__.py").write_text(_LEAKY_PLUGIN, encoding="utf-8")
+    result = load_general("leaky", home)
+    assert result.provider is not None
+    with caplog.at_level("DEBUG"):
+        assert result.provider.handle_tool_call("leak", {}) == "done"
+    result.provider.shutdown()
+    levels = {r.getMessage(): r.levelname for r in caplog.records}
+    assert levels["plugin 'leaky' left a resource open at exit: Unclosed client session"] == (
+        "DEBUG"
+    )
+    assert levels["Something else broke"] == "ERROR"
