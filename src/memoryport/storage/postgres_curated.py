@@ -165,16 +165,21 @@ class PgHistory:
             "List them with `memoryport memory history`."
         )
 
-    def record(self, cur: Cursor, rev: int, raw: str, after: str, note: RevisionNote) -> None:
-        """Insert revision ``rev`` (inside the writer's transaction)."""
+    INSERT = (f"INSERT INTO {{s}}.curated_history(profile, user_id, target, {_HISTORY_COLUMNS}) "
+              "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)")  # fmt: skip
+    """The statement recording one revision; :meth:`values` gives its parameters."""
+
+    def values(self, rev: int, raw: str, after: str, note: RevisionNote) -> tuple[Any, ...]:
+        """The parameters of :data:`INSERT` for revision ``rev``."""
         origin = note.provenance
         changes = json.dumps(list(note.changes), ensure_ascii=False)
-        cur.execute(
-            self._db.q(f"INSERT INTO {{s}}.curated_history(profile, user_id, target, "
-                       f"{_HISTORY_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"),
-            (*self._key, rev, time.time(), note.action, origin.source, origin.session_id,
-             origin.tool_call_id, origin.user_id, raw, after, changes, note.restored_from),
-        )  # fmt: skip
+        return (*self._key, rev, time.time(), note.action, origin.source, origin.session_id,
+                origin.tool_call_id, origin.user_id, raw, after, changes,
+                note.restored_from)  # fmt: skip
+
+    def record(self, cur: Cursor, rev: int, raw: str, after: str, note: RevisionNote) -> None:
+        """Insert revision ``rev`` (inside the writer's transaction)."""
+        cur.execute(self._db.q(self.INSERT), self.values(rev, raw, after, note))
 
     def last_after(self, cur: Cursor, rev: int) -> str | None:
         """The text revision ``rev`` left (None when it is not kept)."""
@@ -225,10 +230,13 @@ class PgTarget:
             "INSERT INTO {s}.curated_targets(profile, user_id, target, written_xid, updated_at) "
             f"VALUES (%s, %s, %s, {_XID}, %s) ON CONFLICT DO NOTHING"
         )
-        self._update = db.q(
+        update = (
             f"UPDATE {{s}}.curated_targets SET content = %s, last_rev = %s, written_xid = {_XID},"
             f" updated_at = %s WHERE {_KEY}"
         )
+        self._update = db.q(update)
+        # the revision and the new text in one statement: one round trip per write
+        self._logged_update = db.q(f"WITH revision AS ({PgHistory.INSERT}) {update}")
 
     def __repr__(self) -> str:
         return f"PgTarget({self._db.schema!r}, {self._key!r})"
@@ -312,35 +320,27 @@ class PgTarget:
         if new_entries is None:
             return value
         after = self._render(new_entries, frozenset(entries) if reason is None else frozenset())
-        rev = last_rev
-        if self._history is not None:
-            rev = self._record(cur, rev, raw, after, external, describe, value)
-        cur.execute(self._update, (after, rev, time.time(), *self._key))
-        return value
-
-    def _record(
-        self,
-        cur: Cursor,
-        rev: int,
-        raw: str,
-        after: str,
-        external: bool,
-        describe: Callable[[_T], RevisionNote] | None,
-        value: _T,
-    ) -> int:
-        assert self._history is not None
-        if external:
-            last = self._history.last_after(cur, rev) if rev else None
-            if (last or "").strip() != raw.strip():
-                rev += 1
-                note = RevisionNote("external", Provenance(source="external"))
-                self._history.record(cur, rev, last or "", raw, note)
-        rev += 1
+        if self._history is None:
+            cur.execute(self._update, (after, last_rev, time.time(), *self._key))
+            return value
+        rev = (self._external(cur, last_rev, raw) if external else last_rev) + 1
         note = describe(value) if describe else RevisionNote("write", Provenance())
-        self._history.record(cur, rev, raw, after, note)
+        revision = self._history.values(rev, raw, after, note)
+        cur.execute(self._logged_update, (*revision, after, rev, time.time(), *self._key))
         if rev % _PRUNE_EVERY == 0:
             self._history.prune(cur, rev)
-        return rev
+        return value
+
+    def _external(self, cur: Cursor, rev: int, raw: str) -> int:
+        """Record the text found (changed outside memoryport) as an ``external`` revision
+        after ``rev``, unless the last revision already left it; the last revision's number."""
+        assert self._history is not None
+        last = self._history.last_after(cur, rev) if rev else None
+        if (last or "").strip() == raw.strip():
+            return rev
+        note = RevisionNote("external", Provenance(source="external"))
+        self._history.record(cur, rev + 1, last or "", raw, note)
+        return rev + 1
 
     def _render(self, entries: Sequence[str], known_good: frozenset[str]) -> str:
         name = self._place.path.name
