@@ -3,10 +3,12 @@ two-fold weight fitting on the turn index's signals, and the 100k-turn scale run
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
@@ -20,6 +22,8 @@ GRID = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 """Values the fit tries for each weight (``main`` stays 1: the scale)."""
 HALVES = ((0, 1, 2, 3), (4, 5, 6))
 """Conversation indexes of the two folds."""
+STORAGE_DSN = ""
+"""``--storage postgres``: the database the provider's stores use (empty: SQLite files)."""
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -35,9 +39,13 @@ class HolographicIndex:
     def __init__(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="locomo-holo-")
         home = Path(self._tmp.name)
-        (home / "config.yaml").write_text("holographic:\n  recall_turns: 10\n")
+        config, user = "holographic:\n  recall_turns: 10\n", ""
+        if STORAGE_DSN:  # --storage postgres: one user (BM25 scope) per conversation
+            config += f"storage:\n  backend: postgres\n  dsn: {json.dumps(STORAGE_DSN)}\n"
+            user = uuid.uuid4().hex
+        (home / "config.yaml").write_text(config)
         self.provider = HolographicProvider()
-        self.provider.initialize("locomo", home=home, platform="bench")
+        self.provider.initialize("locomo", home=home, platform="bench", user_id=user)
         self.ingest_ms: list[float] = []
         self._sessions = 0
 

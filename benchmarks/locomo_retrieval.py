@@ -243,6 +243,22 @@ def _print(report: dict[str, Any]) -> None:
         )
 
 
+def _run_postgres(backend: str, data: Path, dsn: str) -> dict[str, Any]:
+    """``run`` with the provider's stores on PostgreSQL (as an ordinary role, so row-level
+    security applies), and on SQLite beside it under ``"sqlite"``."""
+    from _locomo_pg import postgres_dsn
+
+    with postgres_dsn(dsn) as server_dsn:
+        _holo.STORAGE_DSN = server_dsn
+        try:
+            report = run(backend, data)
+        finally:
+            _holo.STORAGE_DSN = ""
+    report["storage"] = "postgres"
+    report["sqlite"] = run(backend, data)
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -251,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
     parser.add_argument("--folds", action="store_true", help="two-fold weight fit (holographic)")
     parser.add_argument("--scale", type=int, default=0, help="also measure at N stored turns")
+    parser.add_argument("--storage", choices=("sqlite", "postgres"), default="sqlite",
+                        help="holographic: where its stores live (postgres: SQLite beside it)")
+    parser.add_argument("--dsn", default="", help="--storage postgres: this server "
+                        "(default: start the distribution's PostgreSQL for the run)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.error(
@@ -258,10 +278,17 @@ def main(argv: list[str] | None = None) -> int:
             "MEMORYPORT_LOCOMO_DATA (the default is ../shared/data/locomo-dev.json "
             "relative to the repository)."
         )
-    report = run(args.backend, args.data)
+    if args.storage == "postgres":
+        report = _run_postgres(args.backend, args.data, args.dsn)
+    else:
+        report = run(args.backend, args.data)
     _print(report)
     if "ingest_ms_per_turn" in report:
         print(f"ingest ms per turn: {report['ingest_ms_per_turn']}")
+    if "sqlite" in report:
+        print("the same on SQLite, same run:")
+        _print(report["sqlite"])
+        print(f"ingest ms per turn: {report['sqlite'].get('ingest_ms_per_turn')}")
     if args.backend != "sessions":
         report["sessions"] = run("sessions", args.data)
         _print(report["sessions"])
