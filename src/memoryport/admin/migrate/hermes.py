@@ -7,9 +7,9 @@ budget, the rest archived under ``<home>/migration/hermes/<timestamp>/archive/``
 source ``migration:hermes``), and every session and message of ``state.db`` is imported
 into the session store with its id, lineage (``parent_session_id``), source, title,
 timestamps, counters and every other column (``metadata["hermes"]``, with each message's
-Hermes id). ``state.db`` is read read-only (:mod:`.hermes_db`), one session at a time,
-and each session's messages go in through the store's bulk append (one transaction per
-batch, the word index built once per batch), so memory stays bounded (one session)
+Hermes id). ``state.db`` is read read-only (:mod:`.hermes_db`) and written in batches of
+whole sessions through ``SessionStore.sync_sessions`` (:mod:`.hermes_sessions`: one
+transaction per batch, a reader thread one batch ahead), so memory stays bounded
 whatever the size of the database.
 
 Idempotent: a session already imported with as many messages is left alone, so a second
@@ -19,7 +19,7 @@ appended (its row, and its children's links to it, stay).
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from memoryport.admin.migrate.curated_merge import (
@@ -30,13 +30,13 @@ from memoryport.admin.migrate.curated_merge import (
     report_plans,
     write_archive,
 )
-from memoryport.admin.migrate.hermes_db import HermesDB, session_record
+from memoryport.admin.migrate.hermes_db import HermesDB
+from memoryport.admin.migrate.hermes_sessions import import_sessions
 from memoryport.admin.migrate.openclaw import SourceNotFound, run_directory
 from memoryport.admin.migrate.report import Report
-from memoryport.admin.sessions import Progress, SessionStore, open_store
+from memoryport.admin.sessions import Progress, open_store
 from memoryport.config import ensure_home, validate_name
-from memoryport.errors import ConfigError, SessionNotFound
-from memoryport.storage.sessions.records import MessageInput, SessionRecord, SyncReport
+from memoryport.errors import ConfigError
 
 __all__ = ["SOURCE_LABEL", "HermesOptions", "hermes_homes", "migrate_hermes"]
 
@@ -131,7 +131,7 @@ def _sessions(
             return
         ensure_home(target)
         with open_store(target) as store:
-            done = _import_sessions(db, store, order, sizes, progress)
+            done = import_sessions(db, store, order, sizes, progress)
     where, into = str(path), str(target / "state.db")
     report.add("sessions", where, into, "import",
                f"{done.sessions_created} sessions, {done.messages_created} messages")
@@ -143,74 +143,3 @@ def _sessions(
                        ("messages", done.messages_created + done.messages_appended),
                        ("sessions_unchanged", done.sessions_unchanged)):  # fmt: skip
         report.counts[key] = report.counts.get(key, 0) + value
-
-
-BATCH_MESSAGES = 20_000
-"""Messages per write transaction of the session import (whole sessions: one larger
-session is a batch of its own). Memory is about one batch, whatever the database size."""
-
-
-def _stored_count(store: SessionStore, session_id: str) -> int | None:
-    try:
-        return store.get_session(session_id).message_count
-    except SessionNotFound:
-        return None
-
-
-def _import_sessions(
-    db: HermesDB, store: SessionStore, order: list[tuple[str, str | None]],
-    sizes: dict[str, int], progress: Progress | None,
-) -> SyncReport:  # fmt: skip
-    """Every session of ``order`` (parents first) through ``sync_sessions``, in batches of
-    about :data:`BATCH_MESSAGES` messages; a session already stored with as many messages
-    as Hermes has is counted unchanged without reading its messages."""
-    total = sum(sizes.values())
-    batch: list[tuple[SessionRecord, list[MessageInput]]] = []
-    pending = done = unchanged = 0
-    counts = [0, 0, 0, 0, 0]
-    for session_id, parent in order:
-        stored = _stored_count(store, session_id)
-        if stored is not None and stored >= sizes.get(session_id, 0):
-            unchanged += 1
-            done += sizes.get(session_id, 0)
-            continue
-        messages = db.message_inputs(session_id)
-        batch.append((_session(db, session_id, parent, messages), messages))
-        pending += len(messages)
-        if pending >= BATCH_MESSAGES:
-            done += _flush(store, batch, counts)
-            batch, pending = [], 0
-            if progress is not None:
-                progress("importing", done, total)
-    done += _flush(store, batch, counts)
-    if progress is not None:
-        progress("importing", done, total)
-    counts[2] += unchanged
-    return SyncReport(*counts)
-
-
-def _flush(
-    store: SessionStore, batch: list[tuple[SessionRecord, list[MessageInput]]], counts: list[int]
-) -> int:
-    """Write one batch; add its ``SyncReport`` to ``counts``; return its message count."""
-    if not batch:
-        return 0
-    result = store.sync_sessions(batch)
-    for i, value in enumerate(astuple(result)):
-        counts[i] += value
-    return sum(len(messages) for _, messages in batch)
-
-
-_RECORD_FIELDS = frozenset(f.name for f in fields(SessionRecord))
-
-
-def _session(
-    db: HermesDB, session_id: str, parent: str | None, messages: list[MessageInput]
-) -> SessionRecord:
-    """The ``SessionRecord`` of one Hermes session (:func:`session_record`); its tool call
-    count is Hermes' own, or counted from the messages when Hermes has no such column."""
-    newest = max((m.timestamp or 0.0 for m in messages), default=0.0)
-    record = session_record(db.session_row(session_id), parent, len(messages), newest)
-    if "tool_call_count" not in db.session_columns:
-        record["tool_call_count"] = sum(len(m.tool_calls or []) for m in messages)
-    return SessionRecord(**{k: v for k, v in record.items() if k in _RECORD_FIELDS})

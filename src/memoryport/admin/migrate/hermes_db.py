@@ -21,7 +21,7 @@ from memoryport.storage.sessions.records import MessageInput
 
 __all__ = [
     "HermesDB",
-    "message_converter",
+    "message_reader",
     "message_record",
     "session_record",
 ]
@@ -59,7 +59,7 @@ class HermesDB:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._convert: Callable[[Sequence[Any]], MessageInput] | None = None
+        self._reader: tuple[str, Callable[[Sequence[Any]], MessageInput]] | None = None
         try:
             self.conn = self._open(path)
             self.session_columns = self._columns("sessions")
@@ -77,10 +77,10 @@ class HermesDB:
     def _open(path: Path) -> sqlite3.Connection:
         uri = path.resolve().as_uri()
         try:
-            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.OperationalError:
-            conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+            conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
         return conn
 
     def _columns(self, table: str) -> list[str]:
@@ -156,12 +156,12 @@ class HermesDB:
         return [dict(zip(columns, row, strict=False)) for row in rows]
 
     def message_inputs(self, session_id: str) -> list[MessageInput]:
-        """The messages of one session, in id order, as the store takes them (the same
-        mapping as :func:`message_record`, straight from the row tuples)."""
-        if self._convert is None:
-            self._convert = message_converter(self.message_columns)
-        convert = self._convert
-        return [convert(row) for row in self._fetch(_MESSAGES_SQL, session_id)]
+        """The messages of one session, in id order, as the store takes them (the
+        mapping of :func:`message_record`, straight from the row tuples)."""
+        if self._reader is None:
+            self._reader = message_reader(self.message_columns)
+        sql, convert = self._reader
+        return [convert(row) for row in self._fetch(sql, session_id)]
 
 
 def _lenient(raw: bytes) -> str:
@@ -210,38 +210,40 @@ def message_record(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def message_converter(columns: Sequence[str]) -> Callable[[Sequence[Any]], MessageInput]:
-    """A function from one ``SELECT *`` row of ``messages`` (``columns``) to the
-    ``MessageInput`` :func:`message_record` describes: column positions are looked up
-    once, not per row."""
-    at = {name: i for i, name in enumerate(columns)}
-    extras = [(i, name) for i, name in enumerate(columns) if name not in _MESSAGE_FIELDS]
-    i_id, i_role, i_content, i_time, i_tool, i_calls, i_call_id, i_reasoning, i_alt = (
-        at.get(n) for n in ("id", "role", "content", "timestamp", "tool_name", "tool_calls",
-                            "tool_call_id", "reasoning", "reasoning_content"))  # fmt: skip
+_CORE = ("id", "role", "content", "timestamp", "tool_name", "tool_calls", "tool_call_id",
+         "reasoning", "reasoning_content")  # fmt: skip
 
-    def pick(row: Sequence[Any], index: int | None) -> Any:
-        return None if index is None else row[index]
+
+def message_reader(columns: Sequence[str]) -> tuple[str, Callable[[Sequence[Any]], MessageInput]]:
+    """The query (one session's messages, ``?`` = its id) and the row conversion for a
+    ``messages`` table with ``columns``: the mapping of :func:`message_record`, with every
+    column position fixed by the query (a missing core column reads as NULL), so a row
+    converts without a dict."""
+    have = set(columns)
+    extras = [name for name in columns if name not in _MESSAGE_FIELDS]
+    select = [f'"{n}"' if n in have else "NULL" for n in _CORE] + [f'"{n}"' for n in extras]
+    sql = f"SELECT {', '.join(select)} FROM messages WHERE session_id = ? ORDER BY id"
+    first = len(_CORE)
 
     def convert(row: Sequence[Any]) -> MessageInput:
-        extra = {n: _plain(row[i]) for i, n in extras if row[i] is not None and row[i] != ""}
-        extra["id"] = int(row[i_id])  # type: ignore[index]
-        reasoning = pick(row, i_reasoning)
-        if not reasoning and pick(row, i_alt):
-            reasoning = extra.pop("reasoning_content", None)
-        content = pick(row, i_content)
+        extra = {n: _plain(v) for n, v in zip(extras, row[first:], strict=True)
+                 if v is not None and v != ""}  # fmt: skip
+        extra["id"] = int(row[0])
+        reasoning = row[7]
+        if not reasoning and row[8]:
+            reasoning = extra.pop("reasoning_content", row[8])
         return MessageInput(
-            role=str(pick(row, i_role) or "user"),
-            content="" if content is None else str(_plain(content)),
-            tool_name=pick(row, i_tool) or None,
-            tool_calls=_tool_calls(pick(row, i_calls), extra),
-            tool_call_id=pick(row, i_call_id) or None,
+            role=str(row[1] or "user"),
+            content="" if row[2] is None else str(_plain(row[2])),
+            tool_name=row[4] or None,
+            tool_calls=_tool_calls(row[5], extra),
+            tool_call_id=row[6] or None,
             reasoning=str(reasoning) if reasoning else None,
-            timestamp=float(pick(row, i_time) or 0.0),
+            timestamp=float(row[3] or 0.0),
             metadata={"hermes": extra},
         )
 
-    return convert
+    return sql, convert
 
 
 def _field(name: str, value: Any) -> Any:
