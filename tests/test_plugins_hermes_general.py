@@ -484,3 +484,57 @@ def test_unclosed_sessions_at_exit_are_debug_noise_other_loop_errors_are_not(
         "DEBUG"
     )
     assert levels["Something else broke"] == "ERROR"
+
+
+def _cli_subprocess(home: Path, env: dict[str, str], *args: str) -> dict[str, Any]:
+    import os
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from memoryport.cli import main; main()",
+            "--home",
+            str(home),
+            *args,
+        ],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_configured_by_its_own_hermes_json_in_a_real_process(
+    tmp_path: Path, double: HindsightDouble
+) -> None:
+    # a fresh process: the plugin fixes the path of ~/.hindsight/hermes.json at import
+    home = _home(tmp_path)
+    user = tmp_path / "someone"
+    (user / ".hindsight").mkdir(parents=True)
+    (user / ".hindsight" / "hermes.json").write_text(
+        json.dumps({"hindsightApiUrl": double.base_url, "bankId": "from-file"})
+    )
+    row = _cli_subprocess(home, {"HOME": str(user)}, "plugins", "list", "--json")["plugins"][0]
+    assert row["name"] == "hindsight" and row["loaded"] and len(row["tools"]) == 3
+
+
+def test_configured_by_the_home_env_file(
+    tmp_path: Path, double: HindsightDouble, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HINDSIGHT_API_URL")  # restored (unset) after the test: open()
+    monkeypatch.delenv("HINDSIGHT_BANK_ID")  # exports <home>/.env into the environment
+    home = _home(tmp_path)
+    (home / ".env").write_text(f"HINDSIGHT_API_URL={double.base_url}\nHINDSIGHT_BANK_ID=envbank\n")
+    (home / ".env").chmod(0o600)
+    memory = _memory(home)
+    _turn(memory, "The boat is called Nimbus.")
+    assert [m["text"] for m in double.banks["envbank"]] == [
+        "User: The boat is called Nimbus.\nAssistant: Noted."
+    ]
+    memory.close()
