@@ -1,0 +1,173 @@
+"""The bulk path of ``memoryport migrate hermes`` (issue 15): batches through
+``SessionStore.sync_sessions``, a reader thread ahead of the writer, a SIGKILL mid-import
+then a re-run giving exactly the full import once, the index searchable afterwards."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memoryport.admin.migrate import HermesOptions, migrate_hermes
+from memoryport.admin.migrate.hermes_sessions import prefetch
+from memoryport.admin.sessions import open_store
+from test_migrate_hermes import SCHEMAS
+
+REPO = Path(__file__).resolve().parents[1]
+PER_SESSION = 20
+
+
+def build_big(path: Path, sessions: int) -> int:
+    """A Hermes v21 ``state.db`` of ``sessions`` sessions of :data:`PER_SESSION` messages
+    (every fifth one a compression child of the one before); returns the message count.
+    Message ``k`` of session ``i`` says ``word{i}x{k}`` so each is findable alone."""
+    conn = sqlite3.connect(path)
+    conn.executescript(";\n".join(SCHEMAS["v21"]))
+    conn.executemany(
+        "INSERT INTO sessions (id, source, user_id, parent_session_id, started_at, title)"
+        " VALUES (?, 'cli', 'ana', ?, ?, ?)",
+        ((f"s{i:05d}", f"s{i - 1:05d}" if i % 5 == 4 else None, 1.7e9 + i * 100, f"T{i}")
+         for i in range(sessions)),
+    )  # fmt: skip
+    conn.executemany(
+        "INSERT INTO messages (session_id, role, content, timestamp, token_count)"
+        " VALUES (?, ?, ?, ?, 3)",
+        ((f"s{i:05d}", ("user", "assistant")[k % 2], f"talk about word{i}x{k} today",
+          1.7e9 + i * 100 + k) for i in range(sessions) for k in range(PER_SESSION)),
+    )  # fmt: skip
+    conn.commit()
+    conn.close()
+    return sessions * PER_SESSION
+
+
+def stored_messages(home: Path) -> int:
+    path = home / "state.db"
+    if not path.exists():
+        return 0
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=10)
+    try:
+        return int(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+    finally:
+        conn.close()
+
+
+CHILD = """
+import sys, time
+from pathlib import Path
+from memoryport.admin.migrate import HermesOptions, hermes_sessions, migrate_hermes
+hermes_sessions.BATCH_MESSAGES = 200
+migrate_hermes(Path(sys.argv[2]), HermesOptions(source=Path(sys.argv[1])),
+               progress=lambda *_: time.sleep(0.05))
+"""
+
+
+def assert_whole(home: Path, total: int, sessions: int) -> None:
+    """Every Hermes message exactly once, per session in order, and all findable."""
+    with open_store(home) as store:
+        conn = sqlite3.connect(home / "state.db")
+        ids = [r[0] for r in conn.execute(
+            "SELECT json_extract(metadata, '$.hermes.id') FROM messages ORDER BY id")]
+        conn.close()
+        assert len(ids) == total and len(set(ids)) == total
+        for i in (0, sessions // 2, sessions - 1):
+            session = store.get_session(f"s{i:05d}")
+            assert session.message_count == PER_SESSION
+            contents = [m.content for m in store.get_messages(session.id)]
+            assert contents == [f"talk about word{i}x{k} today" for k in range(PER_SESSION)]
+            hits = store.search_messages(f"word{i}x{PER_SESSION - 1}").hits
+            assert [h.message.session_id for h in hits] == [session.id]
+        assert store.get_session("s00004").parent_session_id == "s00003"
+        store.check_index()
+
+
+def test_sigkill_mid_import_then_rerun_imports_everything_exactly_once(tmp_path: Path) -> None:
+    source, home = tmp_path / "hermes", tmp_path / "home"
+    source.mkdir()
+    sessions = 150
+    total = build_big(source / "state.db", sessions)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(source), str(home)], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while stored_messages(home) < 400 and child.poll() is None:
+            assert time.monotonic() < deadline, "the import never committed a batch"
+            time.sleep(0.02)
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait()
+    partial = stored_messages(home)
+    assert child.returncode == -signal.SIGKILL and 0 < partial < total
+    assert partial % PER_SESSION == 0  # whole sessions only
+    report = migrate_hermes(home, HermesOptions(source=source))
+    assert report.counts["messages"] == total - partial
+    assert report.counts["sessions_unchanged"] == partial // PER_SESSION
+    assert_whole(home, total, sessions)
+    again = migrate_hermes(home, HermesOptions(source=source))
+    assert again.counts["messages"] == 0 and again.counts["sessions_unchanged"] == sessions
+    assert_whole(home, total, sessions)
+
+
+def test_batches_with_progress_and_growth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memoryport.admin.migrate import hermes_sessions
+
+    monkeypatch.setattr(hermes_sessions, "BATCH_MESSAGES", 100)
+    source, home = tmp_path / "hermes", tmp_path / "home"
+    source.mkdir()
+    total = build_big(source / "state.db", 30)
+    seen: list[tuple[str, int, int]] = []
+    report = migrate_hermes(home, HermesOptions(source=source),
+                            progress=lambda *a: seen.append(a))  # fmt: skip
+    assert report.counts["messages"] == total and report.counts["sessions"] == 30
+    done = [d for _, d, _ in seen]
+    assert done == sorted(done) and done[-1] == total and len(done) >= total // 100
+    assert {t for _, _, t in seen} == {total}
+    assert_whole(home, total, 30)
+    conn = sqlite3.connect(source / "state.db")
+    conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES"
+                 " ('s00007', 'user', 'one more zanzibar', 1.8e9)")  # fmt: skip
+    conn.execute("UPDATE sessions SET title = 'Renamed' WHERE id = 's00007'")
+    conn.commit()
+    conn.close()
+    grown = migrate_hermes(home, HermesOptions(source=source))
+    assert grown.counts["messages"] == 1 and grown.counts["sessions_unchanged"] == 29
+    with open_store(home) as store:
+        session = store.get_session("s00007")
+        assert (session.title, session.message_count) == ("Renamed", PER_SESSION + 1)
+        assert session.last_active_at == 1.8e9
+        hits = store.search_messages("zanzibar").hits
+        assert [h.message.session_id for h in hits] == ["s00007"]
+
+
+def test_prefetch_passes_items_errors_and_stops_its_thread() -> None:
+    assert list(prefetch(iter(range(50)), depth=2)) == list(range(50))
+
+    def broken() -> Iterator[int]:
+        yield 1
+        raise ValueError("bad row")
+
+    with pytest.raises(ValueError, match="bad row"):
+        list(prefetch(broken()))
+    produced: list[int] = []
+
+    def endless() -> Iterator[int]:
+        n = 0
+        while True:
+            produced.append(n)
+            yield n
+            n += 1
+
+    items = prefetch(endless())
+    assert next(items) == 0
+    items.close()  # joins the producer thread
+    count = len(produced)
+    time.sleep(0.1)
+    assert len(produced) == count and count <= 3
