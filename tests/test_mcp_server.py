@@ -292,3 +292,26 @@ def test_meta_identity_must_be_text(server: MemoryServer) -> None:
 
     error = run(server, body)
     assert error.code == -32600 and META_USER_KEY in error.message
+
+
+def test_timing_is_reported_only_when_asked_for(server: MemoryServer, tmp_path: Path) -> None:
+    from memoryport.mcp.server import TIMING_KEY
+
+    async def body(c: Client) -> tuple[Any, Any, Any]:
+        plain = await c.call_tool("memory", {"action": "add", "target": "user",
+                                             "content": "plain write"})
+        timed = await c.call_tool("memory", {"action": "add", "target": "user",
+                                             "content": "timed write"}, meta={TIMING_KEY: True})
+        turn = await c.call_tool("remember_turn", {"user": "q", "assistant": "a"},
+                                 meta={TIMING_KEY: True, META_USER_KEY: "timer"})
+        return plain, timed, turn
+
+    plain, timed, turn = run(server, body)
+    assert not (plain.meta or {}).get(TIMING_KEY)
+    for result in (timed, turn):
+        assert not result.is_error
+        figures = result.meta[TIMING_KEY]
+        assert set(figures) == {"server_ms", "handler_ms", "tool_ms"}
+        assert 0 <= figures["tool_ms"] <= figures["handler_ms"] <= figures["server_ms"]
+    assert text(timed)["success"] is True  # the answer itself is unchanged
+    assert entries(tmp_path, "user") == ["plain write", "timed write"]

@@ -11,12 +11,19 @@ Bad input is refused before anything runs, with the protocol's error: an unknown
 arguments over ``max_argument_bytes`` get JSON-RPC ``-32602``; arguments of the wrong
 type or with unknown names get a tool result with ``isError`` (the MCP 2025-11-25 rule for
 input validation); malformed JSON-RPC gets ``-32700``/``-32600`` from the SDK.
+
+Timing: a ``tools/call`` whose ``_meta`` holds ``"memoryport/timing": true`` gets
+``_meta["memoryport/timing"]`` in its result: ``server_ms`` (from this server's middleware
+to the shaped result), ``handler_ms`` (the tool handler, with its worker-thread hop) and
+``tool_ms`` (the one call into ``Memory``), so a client can tell where a round trip goes.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,10 +52,23 @@ from memoryport.mcp.clients import (
 )
 from memoryport.mcp.tools import SERVER_TOOLS, recall, remember_turn, schema_tool, tool_result
 
-__all__ = ["DEFAULT_MAX_ARGUMENT_BYTES", "MemoryServer", "ServeOptions", "build_server"]
+__all__ = [
+    "DEFAULT_MAX_ARGUMENT_BYTES",
+    "TIMING_KEY",
+    "MemoryServer",
+    "ServeOptions",
+    "build_server",
+]
 
 DEFAULT_MAX_ARGUMENT_BYTES = 256 * 1024
 """Default cap on one tool call's arguments (serialized JSON, bytes)."""
+
+TIMING_KEY = "memoryport/timing"
+"""``_meta`` key: ``true`` in a ``tools/call`` asks for the server's timings in the result."""
+
+_timing: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar(
+    "memoryport_mcp_timing", default=None
+)
 
 INSTRUCTIONS = (
     "memoryport: long-term memory. Call `recall` with the user's message before answering "
@@ -100,6 +120,7 @@ class MemoryServer:
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
         """Every request: who is calling, then the checks that need no handler."""
+        started = time.perf_counter()
         if ctx.request_id is None:
             return await call_next(ctx)
         headers = getattr(ctx.request, "headers", None)
@@ -109,13 +130,24 @@ class MemoryServer:
             )
         except IdentityError as exc:
             raise MCPError(INVALID_REQUEST, str(exc)) from None
+        timing: dict[str, float] | None = None
         if ctx.method == "tools/call" and isinstance(ctx.params, Mapping):
             self._check_call(ctx.params)
+            if ctx.meta and ctx.meta.get(TIMING_KEY) is True:
+                timing = {}
         token = current_identity.set(identity)
+        timed = _timing.set(timing)
         try:
-            return await call_next(ctx)
+            result = await call_next(ctx)
         finally:
+            _timing.reset(timed)
             current_identity.reset(token)
+        if timing is not None and isinstance(result, dict):
+            timing["server_ms"] = (time.perf_counter() - started) * 1e3
+            meta = result.setdefault("_meta", {})
+            if isinstance(meta, dict):
+                meta[TIMING_KEY] = {k: round(v, 3) for k, v in timing.items()}
+        return result
 
     def _check_call(self, params: Mapping[str, Any]) -> None:
         name = params.get("name")
@@ -143,15 +175,21 @@ class MemoryServer:
         return await anyio.to_thread.run_sync(self.pool.get, identity)
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        started = time.perf_counter()
         state = await self._client()
         if name == "remember_turn":
             run = functools.partial(remember_turn, state, **arguments)
         elif name == "recall":
             run = functools.partial(recall, state, **arguments)
         else:
-            run = functools.partial(
-state.memory.call_tool, name, arguments, source="mcp")
-        return tool_result(await anyio.to_thread.run_sync(run))
+            run = functools.partial(state.memory.call_tool, name, arguments, source="mcp")
+        timing = _timing.get()
+        if timing is None:
+            return tool_result(await anyio.to_thread.run_sync(run))
+        text = await anyio.to_thread.run_sync(_timed, run, timing)
+        result = tool_result(text)
+        timing["handler_ms"] = (time.perf_counter() - started) * 1e3
+        return result
 
     # ------------------------------------------------------------------ resources
     def _add_resources(self) -> None:
@@ -181,6 +219,14 @@ state.memory.call_tool, name, arguments, source="mcp")
     def close(self) -> None:
         """End every client's session and shut providers down. Idempotent."""
         self.pool.close_all()
+
+
+def _timed(run: Callable[[], str], timing: dict[str, float]) -> str:
+    started = time.perf_counter()
+    try:
+        return run()
+    finally:
+        timing["tool_ms"] = (time.perf_counter() - started) * 1e3
 
 
 def _curated_text(home: Path, user_id: str, target: str) -> str:
