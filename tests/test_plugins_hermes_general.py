@@ -242,11 +242,15 @@ def _note(args, **kwargs):
     return json.dumps({"stored": len(SEEN)})
 
 
+PREFIX = ["Folder notes: "]
+
+
 def _context(user_message="", **kwargs):
-    return {"context": "Folder notes: " + "; ".join(SEEN)} if SEEN else None
+    return {"context": PREFIX[0] + "; ".join(SEEN)} if SEEN else None
 
 
 def register(ctx):
+    PREFIX[0] = ctx.get_config("render.prefix", "Folder notes: ")
     ctx.register_tool(name="folder_note", toolset="notes", handler=_note,
                       schema={"name": "folder_note", "description": "Keep a note.",
                               "parameters": {"type": "object",
@@ -284,7 +288,10 @@ def test_a_folder_plugin_with_a_sync_tool_and_unknown_ctx_calls(tmp_path: Path) 
         yaml.safe_dump(
             {
                 "memory": {"provider": "", "nudge_interval": 0},
-                "plugins": {"enabled": ["folder-notes"]},
+                "plugins": {
+                    "enabled": ["folder-notes"],
+                    "entries": {"folder-notes": {"settings": {"render": {"prefix": "Kept: "}}}},
+                },
             }
         ),
         encoding="utf-8",
@@ -294,7 +301,7 @@ def test_a_folder_plugin_with_a_sync_tool_and_unknown_ctx_calls(tmp_path: Path) 
     assert stored == {"stored": 1}
     sent = _turn(memory, "What is the cat called?")
     head, _, fence = sent.partition("<memory-context>")
-    assert head.strip() == "What is the cat called?" and "the cat is called Miso" in fence
+    assert head.strip() == "What is the cat called?" and "Kept: the cat is called Miso" in fence
     memory.close()
 
 

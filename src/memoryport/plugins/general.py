@@ -8,6 +8,8 @@ loads only the plugins named in ``config.yaml``::
 
     plugins:
       enabled: [hindsight]
+      entries:                 # optional: what ctx.get_config(key) reads, as in Hermes
+        hindsight: {settings: {}}
 
 Each enabled plugin becomes one ``HermesPluginProvider`` (``hermes_general``) that the
 manager runs next to the built-in memory and the ``memory.provider`` plugin. A plugin
@@ -56,6 +58,7 @@ __all__ = [
     "general_report",
     "load_enabled",
     "load_general",
+    "plugin_settings",
     "plugin_timeout",
     "set_enabled",
 ]
@@ -213,6 +216,14 @@ def plugin_timeout(config: Config) -> float:
     return float(raw)
 
 
+def plugin_settings(config: Config, name: str) -> dict[str, Any]:
+    """``plugins.entries.<name>.settings`` (Hermes' per-plugin settings), else ``{}``."""
+    entries = _section(config).get("entries")
+    entry = entries.get(name) if isinstance(entries, dict) else None
+    settings = entry.get("settings") if isinstance(entry, dict) else None
+    return dict(settings) if isinstance(settings, dict) else {}
+
+
 @dataclass
 class GeneralLoadResult:
     """Outcome of loading one general plugin."""
@@ -266,7 +277,11 @@ def _module_prefix(info: GeneralPluginInfo) -> str:
 
 
 def _register(
-    info: GeneralPluginInfo, home: Path, runner: PluginRunner, timeout: float
+    info: GeneralPluginInfo,
+    home: Path,
+    runner: PluginRunner,
+    timeout: float,
+    settings: dict[str, Any],
 ) -> HermesPluginContext:
     with hermes_compat.hermes_shims():
         target = _import_target(info)
@@ -276,7 +291,7 @@ def _register(
             f"general plugin {info.name!r} ({info.location}) has no register(ctx) function",
             plugin=info.name,
         )
-    ctx = HermesPluginContext(home, info.manifest)
+    ctx = HermesPluginContext(home, info.manifest, settings)
     runner.call(register, ctx, timeout=timeout)
     return ctx
 
@@ -297,8 +312,12 @@ def load_general(
     *,
     discovery: GeneralDiscovery | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    settings: dict[str, Any] | None = None,
 ) -> GeneralLoadResult:
-    """Import general plugin ``name``, run its ``register(ctx)``; never raises for its faults."""
+    """Import general plugin ``name``, run its ``register(ctx)``; never raises for its faults.
+
+    ``settings`` is what ``ctx.get_config(key)`` reads (``plugins.entries.<name>.settings``).
+    """
     result = GeneralLoadResult(name=name)
     found = discovery if discovery is not None else discover_general(home)
     info = found.get(name)
@@ -311,7 +330,7 @@ def load_general(
     runner = PluginRunner(name)
     before = set(sys.modules)
     try:
-        ctx = _register(info, home, runner, timeout_s)
+        ctx = _register(info, home, runner, timeout_s, settings or {})
     except BaseException as exc:  # a plugin must never take the agent down
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -354,7 +373,10 @@ def load_enabled(config: Config, home: Path) -> list[GeneralLoadResult]:
         if name == config.memory.provider:
             results.append(GeneralLoadResult(name=name, error=_CLASH.format(name=name)))
             continue
-        results.append(load_general(name, home, discovery=found, timeout_s=timeout))
+        settings = plugin_settings(config, name)
+        results.append(
+            load_general(name, home, discovery=found, timeout_s=timeout, settings=settings)
+        )
     for result in results:
         if result.error:
             logger.warning("general plugin %r not loaded: %s", result.name, result.error)

@@ -144,8 +144,11 @@ class HermesPluginContext:
     recorded in ``ignored`` and return ``None``, so an unknown call never fails a plugin.
     """
 
-    def __init__(self, home: Path, manifest: PluginManifest) -> None:
+    def __init__(
+        self, home: Path, manifest: PluginManifest, settings: dict[str, Any] | None = None
+    ) -> None:
         self.home = home
+        self.settings: dict[str, Any] = dict(settings or {})
         self.hermes_home = str(home)
         self.manifest = manifest
         self.profile_name = profile_name(home)
@@ -173,8 +176,14 @@ class HermesPluginContext:
         return plugin_id == self.manifest.name
 
     def get_config(self, key: str, default: Any = None) -> Any:
-        """Hermes' per-plugin settings lookup; memoryport keeps none, so ``default``."""
-        return default
+        """Hermes' per-plugin settings lookup: ``plugins.entries.<name>.settings.<key>`` in
+        ``config.yaml`` (a dotted ``key`` walks nested mappings), else ``default``."""
+        value: Any = self.settings
+        for part in str(key).split("."):
+            if not isinstance(value, dict) or part not in value:
+                return default
+            value = value[part]
+        return value
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         if name.startswith("_"):
