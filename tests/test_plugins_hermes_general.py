@@ -316,6 +316,11 @@ def test_a_bad_plugins_setting_is_reported_and_changes_nothing(tmp_path: Path) -
     memory = _memory(home)
     assert _turn(memory, "Hi") == "Hi"
     memory.close()
+    from memoryport.plugins.general import general_report
+
+    home = _home(tmp_path, timeout_s=-1)
+    report = general_report(home, load_config(home))
+    assert report["enabled"] == [] and "plugins.timeout_s must be a number" in report["problems"][0]
 
 
 class TestHindsightHermesConforms(ProviderConformance):

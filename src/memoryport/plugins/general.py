@@ -395,6 +395,7 @@ def general_report(home: Path, config: Config, *, check: bool = True) -> dict[st
     problems = list(found.problems)
     try:
         enabled = enabled_plugins(config)
+        plugin_timeout(config)
     except ConfigError as exc:
         enabled, problems = [], [*problems, str(exc)]
     loads = {r.name: r for r in load_enabled(config, home)} if check and enabled else {}
