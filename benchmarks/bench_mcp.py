@@ -13,6 +13,19 @@ the same calls made in process (`Memory.call_tool`) and through the server in pr
   add/remove, USER.md reads, session_search for another client's secret): errors,
   cross-client leaks (any answer holding another client's secret), throughput.
 
+Where a `memory` add's time goes (medians, ms), from the server's own timings (each timed
+add asks for them with `_meta["memoryport/timing"]`) and, in process, the curated write's
+syncs (`os.fsync`/`os.fdatasync` timed while the add runs):
+
+- `fsync`: the curated write's syncs (file, history log, directory);
+- `core`: the rest of `Memory.call_tool` (pause check, manager lane, curated write,
+  provider mirror, audit row);
+- `hop`: the handler's worker-thread hop and result shaping (handler_ms - tool_ms);
+- `mcp_server`: the SDK's and this server's checks around the handler (server - handler);
+- `client+transport`: the rest of the round trip (round trip - server_ms); in process
+  (memory streams) that is the client library and JSON-RPC dispatch alone, so the extra
+  over stdio/HTTP is the OS transport.
+
 Goals (issue 14): `memory` add p50 < 5 ms; `session_search` discover at 100k messages
 p95 < 40 ms; 0 errors; 0 leaks. Prints a table and writes benchmarks/results/bench_mcp.json.
 
@@ -25,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -43,6 +57,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 import memoryport
 from memoryport.mcp import ServeOptions, build_server
+from memoryport.mcp.server import TIMING_KEY
 
 CLI = [sys.executable, "-c", "from memoryport.cli import main; main()"]
 META_USER = "memoryport/user_id"
@@ -119,23 +134,30 @@ async def timed(call: Callable[[], Awaitable[Any]], rounds: int) -> list[float]:
     return samples
 
 
-async def round_trips(client: Client, rounds: int, user: str) -> dict[str, list[float]]:
-    """``memory`` add (to ``user``'s USER.md) and ``session_search`` discover samples.
+async def round_trips(
+    client: Client, rounds: int, user: str, split: list[dict[str, float]] | None = None
+) -> dict[str, list[float]]:
+    """``memory`` add (to ``user``'s USER.md) and ``session_search`` discover samples;
+    each add's round trip and server timings are appended to ``split``.
 
     Each measure writes as its own user: a curated write's cost grows with the file's
     revision history, so every transport starts from an empty one.
     """
     meta = {META_USER: user}
+    timed_meta = {**meta, TIMING_KEY: True}
+    splits = split if split is not None else []
 
     async def add_remove(n: int) -> float:
         started = time.perf_counter()
         result = await client.call_tool(
             "memory", {"action": "add", "target": "user", "content": f"bench note {n}"},
-            meta=meta,
+            meta=timed_meta,
         )
         elapsed = time.perf_counter() - started
         if result.is_error:
             raise SystemExit(f"memory add failed: {result.content[0].text}")
+        figures = (result.meta or {}).get(TIMING_KEY) or {}
+        splits.append({"round_trip_ms": elapsed * 1e3, **figures})
         await client.call_tool("memory", {"action": "remove", "target": "user",
                                           "old_text": f"bench note {n}"}, meta=meta)
         return elapsed  # the add alone (the remove is untimed)
@@ -145,6 +167,7 @@ async def round_trips(client: Client, rounds: int, user: str) -> dict[str, list[
 
     for n in range(5):  # warm caches and the connection
         await add_remove(-n - 1)
+    del splits[:]
     await timed(search, 5)
     add_samples = [await add_remove(n) for n in range(rounds)]
     found = json.loads((await search()).content[0].text)
@@ -208,22 +231,59 @@ async def concurrent(url: str, clients: int, calls: int) -> dict[str, Any]:
     }
 
 
-def direct_round_trips(home: Path, rounds: int) -> dict[str, list[float]]:
-    """The same calls in process (``Memory.call_tool``): the core's share of a round trip."""
+class SyncClock:
+    """Times ``os.fsync``/``os.fdatasync`` while installed (the curated write's syncs)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.count = 0
+        self._saved: dict[str, Callable[[int], None]] = {}
+
+    def _wrap(self, real: Callable[[int], None]) -> Callable[[int], None]:
+        def timed_sync(fd: int) -> None:
+            started = time.perf_counter()
+            try:
+                real(fd)
+            finally:
+                self.seconds += time.perf_counter() - started
+                self.count += 1
+        return timed_sync
+
+    def __enter__(self) -> SyncClock:
+        for name in ("fsync", "fdatasync"):
+            if hasattr(os, name):
+                self._saved[name] = getattr(os, name)
+                setattr(os, name, self._wrap(self._saved[name]))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, real in self._saved.items():
+            setattr(os, name, real)
+
+
+def direct_round_trips(
+    home: Path, rounds: int, syncs: list[tuple[float, int]] | None = None
+) -> dict[str, list[float]]:
+    """The same calls in process (``Memory.call_tool``): the core's share of a round trip;
+    each add's sync seconds and sync count are appended to ``syncs``."""
     samples: dict[str, list[float]] = {"memory_add": [], "session_search": []}
+    sync_samples = syncs if syncs is not None else []
     with memoryport.open(home, user_id="bench-direct") as writer, memoryport.open(home) as reader:
         writer.start_session(source="bench")
         reader.start_session(source="bench")
         for n in range(rounds + 5):
-            started = time.perf_counter()
-            writer.call_tool("memory", {"action": "add", "target": "user",
-                                        "content": f"direct note {n}"})
-            samples["memory_add"].append(time.perf_counter() - started)
+            with SyncClock() as clock:
+                started = time.perf_counter()
+                writer.call_tool("memory", {"action": "add", "target": "user",
+                                            "content": f"direct note {n}"})
+                samples["memory_add"].append(time.perf_counter() - started)
+            sync_samples.append((clock.seconds, clock.count))
             writer.call_tool("memory", {"action": "remove", "target": "user",
                                         "old_text": f"direct note {n}"})
             started = time.perf_counter()
             reader.call_tool("session_search", {"query": SEARCH_QUERY})
             samples["session_search"].append(time.perf_counter() - started)
+    del sync_samples[:5]
     return {k: v[5:] for k, v in samples.items()}
 
 
@@ -232,31 +292,62 @@ def ms(samples: list[float]) -> dict[str, float]:
             "p95_ms": round(percentile(samples, 0.95) * 1e3, 2)}
 
 
-async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
-    rows: dict[str, Any] = {
-        "in_process": {k: ms(v) for k, v in direct_round_trips(home, args.rounds).items()}
+def median(values: list[float]) -> float:
+    return percentile(values, 0.5)
+
+
+def add_split(timings: list[dict[str, float]]) -> dict[str, float]:
+    """Medians (ms) of a transport's ``memory`` add: round trip, server, handler, tool, and
+    the parts between them."""
+    def part(f: Callable[[dict[str, float]], float]) -> float:
+        return round(median([f(t) for t in timings]), 2)
+
+    return {
+        "round_trip": part(lambda t: t["round_trip_ms"]),
+        "client+transport": part(lambda t: t["round_trip_ms"] - t["server_ms"]),
+        "mcp_server": part(lambda t: t["server_ms"] - t["handler_ms"]),
+        "hop": part(lambda t: t["handler_ms"] - t["tool_ms"]),
+        "tool": part(lambda t: t["tool_ms"]),
     }
+
+
+async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
+    syncs: list[tuple[float, int]] = []
+    direct = direct_round_trips(home, args.rounds, syncs)
+    rows: dict[str, Any] = {"in_process": {k: ms(v) for k, v in direct.items()}}
+    rows["in_process_syncs"] = {
+        "per_add": round(median([float(c) for _, c in syncs]), 1),
+        "sync_ms_p50": round(median([s for s, _ in syncs]) * 1e3, 2),
+        "rest_ms_p50": round(median([d - s for d, (s, _) in
+                                     zip(direct["memory_add"], syncs, strict=True)]) * 1e3, 2),
+    }
+    splits: dict[str, list[dict[str, float]]] = {t: [] for t in TRANSPORTS}
     server = build_server(home, ServeOptions())
     try:
         async with Client(server.mcp, mode="legacy") as client:  # JSON-RPC over memory streams
-            samples = await round_trips(client, args.rounds, "bench-jsonrpc")
+            samples = await round_trips(client, args.rounds, "bench-jsonrpc",
+                                        splits["jsonrpc_in_process"])
             rows["jsonrpc_in_process"] = {k: ms(v) for k, v in samples.items()}
     finally:
         server.close()
     stdio = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "--home", str(home), "serve"])
     async with Client(stdio) as client:
-        samples = await round_trips(client, args.rounds, "bench-stdio")
+        samples = await round_trips(client, args.rounds, "bench-stdio", splits["stdio"])
         rows["stdio"] = {k: ms(v) for k, v in samples.items()}
     proc, url = start_http(home)
     try:
         async with http_client(url) as client:
-            samples = await round_trips(client, args.rounds, "bench-http")
+            samples = await round_trips(client, args.rounds, "bench-http", splits["http"])
             rows["http"] = {k: ms(v) for k, v in samples.items()}
         rows["concurrent_http"] = await concurrent(url, args.clients, args.calls)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+    rows["memory_add_split_ms"] = {t: add_split(v) for t, v in splits.items()}
     return rows
+
+
+TRANSPORTS = ("jsonrpc_in_process", "stdio", "http")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -278,9 +369,15 @@ def main(argv: list[str] | None = None) -> int:
         for call, figures in rows[t].items()
     ]
     print_table(f"MCP round trips ({args.messages:,} messages, {args.rounds} rounds)", table)
+    print_table("memory add: where the time goes (medians, ms)",
+                [{"transport": t, **f} for t, f in rows["memory_add_split_ms"].items()])
+    print_table("memory add in process: the curated write's syncs", [rows["in_process_syncs"]])
     print_table("Concurrent HTTP clients", [rows["concurrent_http"]])
+    load = os.getloadavg()
+    print(f"\nload average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     path = write_json(args.json, {"messages": args.messages, "build_store_s": round(build_s, 2),
-                                  "rounds": args.rounds, **rows})
+                                  "rounds": args.rounds,
+                                  "load_average": [round(x, 2) for x in load], **rows})
     print(f"\nwrote {path}")
     bad = rows["concurrent_http"]["errors"] or rows["concurrent_http"]["leaks"]
     return 1 if bad else 0
