@@ -550,3 +550,17 @@ def test_configured_by_the_home_env_file(
         "User: The boat is called Nimbus.\nAssistant: Noted."
     ]
     memory.close()
+
+
+def test_a_real_plugin_with_only_hooks_memoryport_never_fires(tmp_path: Path) -> None:
+    # nyx-memory 7.16.0 (a dev dependency) also ships a general plugin, ``nyx-reveal``,
+    # whose only hook rewrites the model's output: nothing for memoryport to run
+    info = discover_general(tmp_path).get("nyx-reveal")
+    assert info is not None and info.distribution == "nyx-memory"
+    result = load_general("nyx-reveal", tmp_path)
+    assert not result.ok
+    assert result.error == (
+        "general plugin 'nyx-reveal' registered only hooks memoryport never fires "
+        "(transform_llm_output): nothing to run"
+    )
+    assert result.warnings == ["hooks memoryport never fires: transform_llm_output"]

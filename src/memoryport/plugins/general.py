@@ -348,6 +348,13 @@ def load_general(
             "configured (see its README for the settings or environment variables it needs)"
         )
         return result
+    if not (ctx.tools or set(ctx.hooks) & FIRED_HOOKS):
+        runner.stop()
+        result.error = (
+            f"general plugin {name!r} registered only hooks memoryport never fires "
+            f"({', '.join(sorted(ctx.hooks))}): nothing to run"
+        )
+        return result
     result.provider = HermesPluginProvider(name, ctx, runner, timeout_s)
     return result
 

@@ -233,8 +233,8 @@ class HermesPluginProvider(MemoryProvider):
         return sorted(set(self._hooks) - FIRED_HOOKS)
 
     def is_available(self) -> bool:
-        """True when ``register(ctx)`` registered at least one tool or hook."""
-        return bool(self._tools or self._hooks)
+        """True when ``register(ctx)`` registered a tool or a hook memoryport fires."""
+        return bool(self._tools or set(self._hooks) & FIRED_HOOKS)
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         """Remember the session; fire ``on_session_start``."""
