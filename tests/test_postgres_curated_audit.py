@@ -5,6 +5,7 @@ tool writes, ``memoryport memory history``/``restore``/``why``, the audit trail 
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -102,3 +103,26 @@ def test_a_postgres_home_keeps_history_audit_and_export(pg_home: Path, tmp_path:
         names = zipped.namelist()
         assert zipped.read("curated/memories/MEMORY.md").decode() == "Uses uv."
         assert "curated/memories/.history/MEMORY.md.jsonl" in names
+
+
+def test_memory_edit_edits_the_database_text(
+    pg_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert CliRunner().invoke(main, ["memory", "add", "Old fact.", "--home", str(pg_home)]
+                              ).exit_code == 0  # fmt: skip
+    seen = tmp_path / "seen.md"
+    script = tmp_path / "editor.py"
+    script.write_text(
+        "import sys, shutil\nfrom pathlib import Path\n"
+        f"shutil.copy(sys.argv[-1], {str(seen)!r})\n"
+        "Path(sys.argv[-1]).write_text('Old fact.\\n§\\nNew fact.', encoding='utf-8')\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")
+    monkeypatch.delenv("VISUAL", raising=False)
+    result = CliRunner().invoke(main, ["memory", "edit", "--home", str(pg_home)])
+    assert result.exit_code == 0, result.output
+    assert seen.read_text(encoding="utf-8") == "Old fact."  # the editor got the row's text
+    listed = _cli(pg_home, "memory", "list", "--target", "memory")
+    assert "New fact." in json.dumps(listed)
+    assert not (pg_home / "memories").exists()

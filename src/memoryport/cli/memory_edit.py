@@ -96,7 +96,7 @@ def edit_command(home: Path | None, user_id: str, target: str) -> None:
     except MemoryportError as exc:
         raise click.ClickException(printable(str(exc))) from exc
     path = store.path(target)
-    original = _read_original(path)
+    original = _read_original(path) if path.exists() else store.raw(target)  # a database row
     work = _work_file(path.name, original)
     click.echo(f"Editing {printable(str(path))} (entries are separated by a line '§').", err=True)
     while True:

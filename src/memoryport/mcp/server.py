@@ -230,13 +230,11 @@ def _timed(run: Callable[[], str], timing: dict[str, float]) -> str:
 
 
 def _curated_text(home: Path, user_id: str, target: str) -> str:
-    path = open_curated(home, user_id).path(target)
+    store = open_curated(home, user_id)
+    path = store.path(target)
     audit.record(home, "mcp", "read", f"resource {path.name}", target=f"memory://{path.name}",
                  user_id=user_id)
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""
+    return store.raw(target)  # the file's text, or the database row's
 
 
 def _session_json(memory: Memory, session_id: str) -> str:

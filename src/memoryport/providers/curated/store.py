@@ -47,12 +47,7 @@ from memoryport.providers.curated.editor import (
     review_file,
 )
 from memoryport.providers.curated.prompt import Usage, compose_prompt, render_block
-from memoryport.storage.curated_targets import (
-    CuratedBackend,
-    RevisionLog,
-    TargetFile,
-    TargetPlace,
-)
+from memoryport.storage.curated_targets import CuratedBackend, RevisionLog, TargetFile, TargetPlace
 from memoryport.storage.history import (
     DEFAULT_MAX_AGE_DAYS,
     DEFAULT_MAX_REVISIONS,
@@ -212,22 +207,15 @@ class CuratedMemory:
         self.history_enabled = history_enabled
         self.backend = backend if backend is not None else default_backend(self.home)
         opened = {
-            spec.name: self.backend.open_target(
-                TargetPlace(
-                    path=directory / spec.filename,
-                    target=spec.name,
-                    owner=user_id if directory != memories else "",
-                    scope=user_id,
-                    char_limit=spec.char_limit,
-                    lock_timeout=lock_timeout,
-                    drift_hint=self._drift_hint(spec),
-                    history=history_enabled,
-                    max_age_days=history_max_age_days,
-                    max_revisions=history_max_revisions,
-                )
-            )
+            spec.name: self.backend.open_target(TargetPlace(
+                path=directory / spec.filename, target=spec.name,
+                owner=user_id if directory != memories else "", scope=user_id,
+                char_limit=spec.char_limit, lock_timeout=lock_timeout,
+                drift_hint=self._drift_hint(spec), history=history_enabled,
+                max_age_days=history_max_age_days, max_revisions=history_max_revisions,
+            ))
             for spec, directory in layout
-        }
+        }  # fmt: skip
         self._files: dict[str, TargetFile] = {name: pair[0] for name, pair in opened.items()}
         self._logs: dict[str, RevisionLog] = {name: pair[1] for name, pair in opened.items()}
         self._snapshot = Snapshot()
@@ -270,6 +258,12 @@ class CuratedMemory:
         return self._files[target].path
 
     # ------------------------------------------------------------------ reads
+    def raw(self, target: str) -> str:
+        """The stored text of ``target`` (the file's, or the database row's), ``""`` when
+        nothing is stored yet."""
+        self.spec(target)
+        return self._files[target].read_raw()
+
     def entries(self, target: str) -> list[str]:
         """The live entries of ``target`` as on disk now (``[]`` for a missing file)."""
         self.spec(target)
