@@ -18,7 +18,6 @@ changed facts, :func:`search` and :func:`find_duplicate` are the FTS5 queries of
 from __future__ import annotations
 
 import sqlite3
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any, cast
@@ -172,15 +171,14 @@ def _ranked(pg: PgConnection, words: list[str], where: str, params: Sequence[Any
             limit: int | None) -> list[tuple[Fact, float, list[str]]]:
     """Facts holding any of ``words`` that pass ``where`` (over ``f``), best BM25 first:
     (fact, score, the words it holds)."""
-    counts = Counter(words)
-    if not counts:
+    if not words:
         return []
     statement = sql.SQL(
         "WITH r AS ({rank}) SELECT " + _F + ", r.score, r.matched FROM r"
         " JOIN {s}.facts f ON f.id = r.fact_id WHERE " + where
         + " ORDER BY r.score DESC, f.id LIMIT %(limit)s"
     ).format(rank=_RANK.format(s=pg.schema), s=pg.schema)
-    named = {"terms": list(counts), "weights": list(counts.values()), "user": pg.user_id,
+    named = {"terms": words, "user": pg.user_id,
              "depth": None, "limit": limit}
     named.update({f"p{i}": v for i, v in enumerate(params)})
     with pg.conn.cursor() as cur:

@@ -30,7 +30,7 @@ from memoryport.storage.turns.rank import (
     Components,
     Weights,
     asks_for_name,
-    combine,
+    combine_columns,
     fts_query,
     name_stems,
     names_other,
@@ -288,17 +288,25 @@ class TurnIndex:
             raise ValueError("query must be a string")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise ValueError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
-        rows, parts = self.candidates(query, user_id=user_id)
-        scores = combine(parts, self.weights)
-        order = heapq.nsmallest(
-            limit, range(len(rows)), key=lambda i: (-scores[i], -parts[i][0], rows[i][0])
-        )
+        if type(self).candidates is TurnIndex.candidates:
+            rows, columns = self._signals(query, user_id)
+        else:  # a subclass wrapping candidates() (to prepare its reads) goes through it
+            rows, parts = self.candidates(query, user_id=user_id)
+            columns = [list(c) for c in zip(*parts, strict=True)]
+        if not rows:
+            return []
+        scores = combine_columns(columns, self.weights)
+        # Best first; ties by the turn's own BM25, then the older turn (tuples compare
+        # in C: no key function per candidate).
+        order = heapq.nsmallest(limit, zip(
+            [-s for s in scores], [-m for m in columns[0]], [r[0] for r in rows],
+            range(len(rows)), strict=True))
         return [
             TurnHit(
-                turn_id=rows[i][0], session_id=rows[i][1], speaker=rows[i][3], text=rows[i][4],
-                timestamp=rows[i][5], source_id=rows[i][6], score=round(scores[i], 6),
+                turn_id=row[0], session_id=row[1], speaker=row[3], text=row[4],
+                timestamp=row[5], source_id=row[6], score=round(scores[i], 6),
             )
-            for i in order
+            for row, i in ((rows[t[3]], t[3]) for t in order)
         ]
 
     def candidates(
@@ -309,6 +317,14 @@ class TurnIndex:
         Rows are ``(id, session_id, position, speaker, text, timestamp, source_id,
         temporal)``. Public for the benchmark, which fits weights on these signals.
         """
+        rows, columns = self._signals(query, user_id)
+        return rows, list(map(Components._make, zip(*columns, strict=True)))
+
+    def _signals(
+        self, query: str, user_id: str | None
+    ) -> tuple[list[_Row], list[list[float]]]:
+        """The candidate rows and their signals column by column, in the order of the
+        :class:`Components` fields (what :func:`combine_columns` takes)."""
         scope = _scope(user_id)
         words = query_words(query)
         match = fts_query(words)
@@ -323,31 +339,24 @@ class TurnIndex:
         hint = time_hint(query, anchor)
         events = self._overlapping(rows, hint.events) if hint.events else set()
         wordset = set(words)
-        dense = self._dense(query, rows)
-        naming = self._naming(words, rows)
-        named: dict[str, float] = {}
-        windows, intent = hint.windows, hint.intent
+        named = {speaker: float(bool(speaker) and set(query_words(speaker)) <= wordset)
+                 for speaker in {r[3] for r in rows}}
         get_main, get_block, block_turns = main.get, blocks.get, schema.BLOCK_TURNS
-        parts = []
-        for n, (turn_id, session, position, speaker, _, stamp, _, temporal) in enumerate(rows):
-            if speaker not in named:
-                named[speaker] = float(bool(speaker) and set(query_words(speaker)) <= wordset)
-            in_window = bool(windows) and any(lo <= stamp < hi for lo, hi in windows)
-            parts.append(
-                Components(
-                    get_main((session, position), 0.0),
-                    get_main((session, position - 1), 0.0),
-                    get_main((session, position + 1), 0.0),
-                    get_block((session, position // block_turns), 0.0),
-                    named[speaker],
-                    1.0 if in_window else 0.0,
-                    1.0 if intent and temporal else 0.0,
-                    dense[n],
-                    1.0 if turn_id in events else 0.0,
-                    naming[n],
-                )
-            )
-        return rows, parts
+        zeros = [0.0] * len(rows)
+        windows = hint.windows
+        return rows, [
+            [get_main((r[1], r[2]), 0.0) for r in rows],
+            [get_main((r[1], r[2] - 1), 0.0) for r in rows],
+            [get_main((r[1], r[2] + 1), 0.0) for r in rows],
+            [get_block((r[1], r[2] // block_turns), 0.0) for r in rows],
+            [named[r[3]] for r in rows],
+            [1.0 if any(lo <= r[5] < hi for lo, hi in windows) else 0.0 for r in rows]
+            if windows else zeros,
+            [1.0 if r[7] else 0.0 for r in rows] if hint.intent else zeros,
+            self._dense(query, rows),
+            [1.0 if r[0] in events else 0.0 for r in rows] if events else zeros,
+            self._naming(words, rows),
+        ]
 
     def _naming(self, words: list[str], rows: Sequence[_Row]) -> list[float]:
         """The ``named`` signal of each candidate row (all 0 unless the query asks for a
@@ -444,20 +453,42 @@ class TurnIndex:
         found: list[_Row],
     ) -> list[_Row]:
         """``found`` and the other candidates: the main turns' neighbours and the turns
-        of the ``SESSION_DEPTH`` best blocks."""
-        keys: set[tuple[str, int]] = set()
+        of the ``SESSION_DEPTH`` best blocks (each block by one index range; neighbours
+        first by id, as a session's turns are mostly stored one after another, then by
+        session and position for those not found so)."""
+        wanted: set[tuple[str, int]] = set()
         for session, position in main:
-            keys.update(((session, position - 1), (session, position), (session, position + 1)))
-        best = sorted(blocks.items(), key=lambda kv: -kv[1])[:SESSION_DEPTH]
-        for (session, number), _ in best:
+            wanted.add((session, position + 1))
+            if position > 0:
+                wanted.add((session, position - 1))
+        wanted.difference_update(main)
+        rows: list[_Row] = []
+        conn = self._conn
+        for (session, number), _ in heapq.nlargest(SESSION_DEPTH, blocks.items(),
+                                                  key=lambda kv: kv[1]):
             lo = number * schema.BLOCK_TURNS
-            keys.update((session, p) for p in range(lo, lo + schema.BLOCK_TURNS))
-        keys.difference_update(main)
-        rows = self._conn.execute(
-            f"SELECT {_T_COLUMNS}"
-            " FROM json_each(?) j CROSS JOIN turns t ON t.user_id = ?"
-            " AND t.session_id = j.value ->> 0 AND t.position = j.value ->> 1",
-            (json.dumps(sorted(keys)), scope),
-        ).fetchall()
-        return found + [tuple(r) for r in rows]
-
+            for row in conn.execute(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ?"
+                " AND position >= ? AND position < ?",
+                (scope, session, lo, lo + schema.BLOCK_TURNS),
+            ):
+                if (row[1], row[2]) not in main:
+                    rows.append(row)
+                    wanted.discard((row[1], row[2]))
+        if wanted:
+            near = sorted({r[0] + step for r in found for step in (-1, 1)})
+            for row in conn.execute(
+                f"SELECT {_T_COLUMNS} FROM json_each(?) j CROSS JOIN turns t"
+                " ON t.id = j.value WHERE t.user_id = ?", (json.dumps(near), scope),
+            ):
+                if (row[1], row[2]) in wanted:
+                    rows.append(row)
+                    wanted.discard((row[1], row[2]))
+        if wanted:
+            rows += conn.execute(
+                f"SELECT {_T_COLUMNS}"
+                " FROM json_each(?) j CROSS JOIN turns t ON t.user_id = ?"
+                " AND t.session_id = j.value ->> 0 AND t.position = j.value ->> 1",
+                (json.dumps(sorted(wanted)), scope),
+            ).fetchall()
+        return found + rows

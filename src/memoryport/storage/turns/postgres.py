@@ -265,13 +265,13 @@ class PostgresTurnIndex(base.TurnIndex):
         statement (:mod:`.postgres_query`) also fetches what :meth:`_block_scores`,
         :meth:`_candidate_rows` and :meth:`_latest` return next, kept for this thread."""
         local = self._local
+        local.scope = scope
         local.blocks, local.extra, local.covered, local.latest = {}, {}, set(), None
         words = phrase_terms(match)
         if not words:
             local.latest = self._latest_now(scope)
             return {}, []
-        counts = Counter(words)
-        params = {"terms": list(counts), "weights": list(counts.values()), "user": scope,
+        params = {"terms": words, "user": scope,
                   "depth": base.MAIN_DEPTH, "session_depth": base.SESSION_DEPTH,
                   "block_turns": BLOCK_TURNS}
         rows = self._read(lambda c: c.execute(self._search, params).fetchall(), scope)

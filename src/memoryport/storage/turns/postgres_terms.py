@@ -87,35 +87,39 @@ def phrase_terms(match: str) -> list[str]:
 def bm25_sql(postings: str, key: str, length: str, join: str, kind: str,
              stats: str = "term_stats") -> sql.SQL:
     """A query ranking the documents of ``postings`` (``{s}``-qualified table) for the
-    distinct terms ``%(terms)s`` (each with its phrase count in the query,
-    ``%(weights)s``) in the scope ``%(user)s``: ``(document key, score)`` best first,
-    ``%(depth)s`` of them.
+    query's phrases ``%(terms)s`` (one term each, in query order, repeats kept) in the
+    scope ``%(user)s``: ``(document key, score, the terms it holds)`` best first,
+    ``%(depth)s`` of them (None: every matching document).
 
-    One index range per term (``LATERAL ... OFFSET 0`` keeps the planner from hashing a
-    whole scope's postings when its statistics are stale): each posting's document
-    frequency is the size of its term's partition. ``key`` is the postings' document
-    column, ``length`` the expression of a document's length (from the postings row ``p``
-    or the document table joined as ``d`` by ``join``), ``kind`` names the scope's
-    ``stats`` row (``term_stats``: the turn index's; ``fact_stats``: the fact store's).
-    The third column lists the query terms each document holds. ``%(depth)s`` may be
-    None (every matching document).
+    The arithmetic is FTS5's ``fts5Bm25Function``, step for step and in the same order
+    (each phrase's ``idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)))`` added
+    in phrase order), so scores are equal to the last bit and ties fall the same way. One
+    index range per phrase (``LATERAL ... OFFSET 0`` keeps the planner from hashing a
+    whole scope's postings when its statistics are stale); a phrase's document frequency
+    is the size of its partition. ``key`` is the postings' document column, ``length``
+    the expression of a document's length (from the postings row ``p`` or the document
+    table joined as ``d`` by ``join``), ``kind`` names the scope's ``stats`` row
+    (``term_stats``: the turn index's; ``fact_stats``: the fact store's).
     """
-    idf = "ln((st.n - x.n + 0.5) / (x.n + 0.5))"
+    k1, b = f"{K1}::float8", f"{B}::float8"
+    idf = "ln((st.n - x.n + 0.5::float8) / (x.n + 0.5::float8))"
     return sql.SQL(f"""
-        SELECT x.{key}, sum(x.w * CASE WHEN {idf} <= 0 THEN 1e-6 ELSE {idf} END
-            * x.tf * {K1 + 1} / (x.tf + {K1} * ({1 - B} + {B} * x.dl / st.avgdl))) AS score,
+        SELECT x.{key}, sum(CASE WHEN {idf} <= 0 THEN 1e-6::float8 ELSE {idf} END
+            * ((x.tf * ({k1} + 1.0::float8))
+               / (x.tf + {k1} * (1.0::float8 - {b} + {b} * x.dl / st.avgdl)))
+            ORDER BY x.ord) AS score,
             array_agg(x.term) AS matched
         FROM (
-            SELECT p.{key}, p.tf, p.dl, q.term, q.w::float8 AS w,
-                count(*) OVER (PARTITION BY q.term)::float8 AS n
-            FROM unnest(%(terms)s::text[], %(weights)s::int[]) AS q(term, w)
+            SELECT p.{key}, p.tf, p.dl, q.term, q.ord,
+                count(*) OVER (PARTITION BY q.ord)::float8 AS n
+            FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS q(term, ord)
             CROSS JOIN LATERAL (
                 SELECT p.{key}, p.tf::float8 AS tf, {length}::float8 AS dl
                 FROM {{s}}.{postings} p {join}
                 WHERE p.user_id = %(user)s AND p.term = q.term OFFSET 0
             ) p
         ) x, (
-            SELECT docs::float8 AS n, tokens::float8 / greatest(docs, 1) AS avgdl
+            SELECT docs::float8 AS n, tokens::float8 / greatest(docs, 1)::float8 AS avgdl
             FROM {{s}}.{stats} WHERE user_id = %(user)s AND kind = '{kind}'
         ) st
         GROUP BY x.{key} ORDER BY score DESC, x.{key} LIMIT %(depth)s

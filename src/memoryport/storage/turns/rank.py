@@ -33,13 +33,15 @@ file (conversations 0-3 and 4-6; each fit scored on the other half:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 from memoryport.storage.sessions.query import STOPWORDS
 
 __all__ = [
-    "MAX_TERMS", "Components", "Weights", "asks_for_name", "combine", "fts_query",
+    "MAX_TERMS", "Components", "Weights", "asks_for_name", "combine", "combine_columns",
+    "fts_query",
     "name_stems", "names_other", "query_words",
 ]
 
@@ -144,11 +146,22 @@ def names_other(stems: frozenset[str], known: set[str] | frozenset[str]) -> bool
 
 def combine(candidates: list[Components], weights: Weights) -> list[float]:
     """The weighted sum of each candidate's signals, each divided by its best value."""
-    out = [0.0] * len(candidates)
-    for name, column in zip(_SIGNALS, zip(*candidates, strict=True), strict=False):
-        best = max(column)
+    if not candidates:
+        return []
+    return combine_columns([list(c) for c in zip(*candidates, strict=True)], weights)
+
+
+def combine_columns(columns: Sequence[Sequence[float]], weights: Weights) -> list[float]:
+    """:func:`combine` for signals given column by column (one sequence per
+    :class:`Components` field, in field order): skips zero weights and all-zero columns."""
+    if not columns:
+        return []
+    out = [0.0] * len(columns[0])
+    for name, column in zip(_SIGNALS, columns, strict=False):
+        weight = getattr(weights, name)
+        best = max(column) if weight else 0.0
         if best <= 0:
             continue
-        weight = getattr(weights, name)
-        out = [total + weight * value / best for total, value in zip(out, column, strict=True)]
+        scale = weight / best
+        out = [total + scale * value for total, value in zip(out, column, strict=True)]
     return out
