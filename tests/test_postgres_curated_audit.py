@@ -126,3 +126,20 @@ def test_memory_edit_edits_the_database_text(
     listed = _cli(pg_home, "memory", "list", "--target", "memory")
     assert "New fact." in json.dumps(listed)
     assert not (pg_home / "memories").exists()
+
+
+def test_a_file_home_exported_imports_into_a_postgres_home(
+    pg_home: Path, tmp_path: Path
+) -> None:
+    files_home = tmp_path / "files-home"
+    for text in ("Uses uv.", "Deploys on Fridays."):
+        added = CliRunner().invoke(main, ["memory", "add", text, "--home", str(files_home)])
+        assert added.exit_code == 0, added.output
+    archive = tmp_path / "move.zip"
+    out = CliRunner().invoke(main, ["export", "--out", str(archive), "--home", str(files_home)])
+    assert out.exit_code == 0, out.output
+    result = CliRunner().invoke(main, ["import", str(archive), "--home", str(pg_home)])
+    assert result.exit_code == 0, result.output
+    listed = json.dumps(_cli(pg_home, "memory", "list", "--target", "memory"))
+    assert "Uses uv." in listed and "Deploys on Fridays." in listed
+    assert not (pg_home / "memories" / "MEMORY.md").exists()

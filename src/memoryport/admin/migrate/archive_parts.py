@@ -38,6 +38,7 @@ from memoryport.admin.migrate.report import Report
 from memoryport.config import load_config
 from memoryport.errors import MemoryStoreError
 from memoryport.provider import PortableProvider
+from memoryport.providers.curated.backends import uses_postgres
 from memoryport.providers.curated.dbexport import database_curated_files
 from memoryport.storage.history import HistoryLog, Provenance
 from memoryport.storage.markdown import parse_entries
@@ -137,6 +138,7 @@ def import_curated(
         relative = name.removeprefix(CURATED_PREFIX)
         path = home / relative
         fresh = not path.exists() and not HistoryLog.beside(path).path.exists()
+        fresh = fresh and not uses_postgres(home)  # rows are merged through CuratedMemory
         if fresh and history_on:
             _restore_exact(home, archive, name, source)
             entries = len(parse_entries(archive.read(name).decode("utf-8", "replace")))
