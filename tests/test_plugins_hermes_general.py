@@ -564,3 +564,22 @@ def test_a_real_plugin_with_only_hooks_memoryport_never_fires(tmp_path: Path) ->
         "(transform_llm_output): nothing to run"
     )
     assert result.warnings == ["hooks memoryport never fires: transform_llm_output"]
+
+
+def test_a_rejected_token_never_shows_in_tool_results_or_logs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    wrong = "hs-wrong-token-7Qx9"
+    with HindsightDouble("hs-right-key") as keyed:  # answers 401 quoting the header it got
+        monkeypatch.setenv("HINDSIGHT_API_URL", keyed.base_url)
+        monkeypatch.setenv("HINDSIGHT_API_TOKEN", wrong)
+        memory = _memory(_home(tmp_path))
+        answer = memory.call_tool("hindsight_recall", {"query": "anything"})
+        _turn(memory, "Is the token safe?")
+        memory.close()
+        sent = {r.headers.get("authorization") for r in keyed.requests}
+        assert sent == {f"Bearer {wrong}"}  # the plugin did send it; the double refused it
+    parsed = json.loads(answer)
+    assert parsed["success"] is False and "401" in parsed["error"] and "***" in parsed["error"]
+    assert wrong not in answer
+    assert not [r for r in caplog.records if wrong in r.getMessage()]

@@ -38,6 +38,8 @@ from memoryport.plugins.hermes_general import (
     HermesPluginContext,
     HermesPluginProvider,
     PluginRunner,
+    guard_plugin_logs,
+    redact_secrets,
 )
 from memoryport.plugins.loader import _forget_modules, _import_user_dir, _user_module_name
 from memoryport.plugins.manifest import (
@@ -285,6 +287,7 @@ def _register(
 ) -> HermesPluginContext:
     with hermes_compat.hermes_shims():
         target = _import_target(info)
+    guard_plugin_logs(_module_prefix(info))  # backend errors it logs may quote credentials
     register = target if callable(target) else getattr(target, "register", None)
     if not callable(register):
         raise PluginError(
@@ -336,8 +339,8 @@ def load_general(
             raise
         runner.stop()
         _forget_modules(before, [_module_prefix(info)])  # a fixed plugin loads cleanly later
-        result.error = f"{type(exc).__name__}: {exc}"
-        result.traceback = traceback.format_exc()
+        result.error = redact_secrets(f"{type(exc).__name__}: {exc}")
+        result.traceback = redact_secrets(traceback.format_exc())
         logger.warning("could not load general plugin %r: %s", name, result.error)
         return result
     result.warnings = _warnings(ctx)

@@ -34,6 +34,7 @@ import asyncio
 import inspect
 import json
 import logging
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryport.config import profile_name
+from memoryport.config.secrets import looks_secret
 from memoryport.errors import PluginError, tool_error_json
 from memoryport.plugins.ctx_tools import RegisteredTool
 from memoryport.plugins.manifest import PluginManifest
@@ -53,6 +55,8 @@ __all__ = [
     "HermesPluginContext",
     "HermesPluginProvider",
     "PluginRunner",
+    "guard_plugin_logs",
+    "redact_secrets",
 ]
 
 logger = logging.getLogger(__name__)
@@ -264,7 +268,9 @@ class HermesPluginProvider(MemoryProvider):
         return self._tool_result(tool_name, result)
 
     def _tool_result(self, tool_name: str, result: Any) -> str:
-        text = result if isinstance(result, str) else json.dumps(result, default=str)
+        text = redact_secrets(
+            result if isinstance(result, str) else json.dumps(result, default=str)
+        )
         try:
             parsed = json.loads(text)
         except ValueError:
@@ -359,11 +365,52 @@ class HermesPluginProvider(MemoryProvider):
                     self._runner.call(_call_hook, callback, kwargs, timeout=self._timeout)
                 )
             except Exception as exc:
-                logger.warning("plugin %r: %s callback raised %r", self._name, hook, exc)
+                why = redact_secrets(repr(exc))
+                logger.warning("plugin %r: %s callback raised %s", self._name, hook, why)
                 error = exc
         if error is not None and not results:
-            raise error
+            raise PluginError(
+                f"{self._name}: every {hook} callback failed; last: "
+                + redact_secrets(f"{type(error).__name__}: {error}"),
+                plugin=self._name,
+            ) from None
         return results
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with the value of every environment variable named like a secret
+    (``*_API_KEY``, ``*_TOKEN``, ``*_PASSWORD`` ...; 6 characters or more) replaced by
+    ``***``: plugins put backend errors, which may echo credentials, in their results."""
+    for key, value in os.environ.items():
+        if len(value) >= 6 and looks_secret(key) and value in text:
+            text = text.replace(value, "***")
+    return text
+
+
+class _RedactSecrets(logging.Filter):
+    """Rewrites a plugin's log records with ``redact_secrets`` (message and traceback)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact_secrets(message)
+        if clean != message:
+            record.msg, record.args = clean, ()
+        if record.exc_info:
+            record.exc_text = redact_secrets(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        return True
+
+
+_REDACT = _RedactSecrets()
+
+
+def guard_plugin_logs(package: str) -> None:
+    """Add the secret-redacting filter to every logger of ``package`` that exists now
+    (plugins create theirs at import: ``logging.getLogger(__name__)``)."""
+    for name, item in list(logging.Logger.manager.loggerDict.items()):
+        ours = name == package or name.startswith(package + ".")
+        if ours and isinstance(item, logging.Logger) and _REDACT not in item.filters:
+            item.addFilter(_REDACT)
 
 
 def _call_hook(callback: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
