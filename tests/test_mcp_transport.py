@@ -368,3 +368,20 @@ def test_http_client_gone_while_its_call_runs_leaves_a_whole_turn_or_none(
         except memoryport.MemoryportError:
             stored = []
     assert len(stored) in (0, 2)
+
+
+def test_http_runs_on_the_c_parser_the_mcp_extra_installs(tmp_path: Path) -> None:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from memoryport.mcp import ServeOptions, build_server
+    from memoryport.mcp.http import LoopbackError, http_config
+
+    server = build_server(tmp_path, ServeOptions())
+    try:
+        config = http_config(server, host="127.0.0.1", port=free_port())
+        config.load()
+        assert config.http_protocol_class is HttpToolsProtocol
+        with pytest.raises(LoopbackError):
+            http_config(server, host="0.0.0.0", port=free_port())
+    finally:
+        server.close()

@@ -9,6 +9,7 @@ JSON-RPC error before the request reaches the MCP layer (nothing runs, nothing i
 from __future__ import annotations
 
 import hmac
+import importlib.util
 import ipaddress
 import json
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
@@ -16,7 +17,15 @@ from typing import Any
 
 from memoryport.mcp.server import MemoryServer
 
-__all__ = ["BearerAuth", "LoopbackError", "http_app", "is_loopback", "serve_http"]
+__all__ = [
+    "BearerAuth",
+    "LoopbackError",
+    "http_app",
+    "http_config",
+    "http_parser",
+    "is_loopback",
+    "serve_http",
+]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -103,10 +112,24 @@ def http_app(server: MemoryServer, *, host: str, path: str = "/mcp") -> ASGIApp:
     return BearerAuth(app, tokens) if tokens else app
 
 
+def http_parser() -> str:
+    """uvicorn's HTTP/1.1 implementation: ``"httptools"`` (the C parser the ``mcp`` extra
+    installs: about 0.6 ms less server CPU per request than pure-Python ``h11``) when it
+    is importable, else ``"h11"``."""
+    return "httptools" if importlib.util.find_spec("httptools") else "h11"
+
+
+def http_config(server: MemoryServer, *, host: str, port: int, path: str = "/mcp") -> Any:
+    """The ``uvicorn.Config`` :func:`serve_http` runs (``LoopbackError`` as for
+    :func:`http_app`)."""
+    import uvicorn
+
+    return uvicorn.Config(http_app(server, host=host, path=path), host=host, port=port,
+                          log_level="warning", lifespan="on", http=http_parser())
+
+
 async def serve_http(server: MemoryServer, *, host: str, port: int, path: str = "/mcp") -> None:
     """Serve until interrupted (SIGINT/SIGTERM stop uvicorn gracefully)."""
     import uvicorn
 
-    config = uvicorn.Config(http_app(server, host=host, path=path), host=host, port=port,
-                            log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(http_config(server, host=host, port=port, path=path)).serve()
