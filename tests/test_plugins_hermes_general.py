@@ -583,3 +583,50 @@ def test_a_rejected_token_never_shows_in_tool_results_or_logs(
     assert parsed["success"] is False and "401" in parsed["error"] and "***" in parsed["error"]
     assert wrong not in answer
     assert not [r for r in caplog.records if wrong in r.getMessage()]
+
+
+_STUCK_PLUGIN = """
+import threading
+
+GATE = threading.Event()
+COUNT = []
+
+
+def _block(args, **kwargs):
+    GATE.wait(30)
+    return "unblocked"
+
+
+def _count(args, **kwargs):
+    COUNT.append(1)
+    return str(len(COUNT))
+
+
+def register(ctx):
+    schema = {"parameters": {"type": "object", "properties": {}}}
+    ctx.register_tool("stuck_block", "stuck", dict(schema, name="stuck_block"), _block)
+    ctx.register_tool("stuck_count", "stuck", dict(schema, name="stuck_count"), _count)
+"""
+
+
+def test_a_call_that_timed_out_while_queued_never_runs(tmp_path: Path) -> None:
+    import sys
+
+    home = tmp_path / "home"
+    folder = home / "plugins" / "stuck"
+    folder.mkdir(parents=True)
+    (folder / "plugin.yaml").write_text("name: stuck\nprovides_tools: [stuck_block]\n")
+    (folder / "__init__.py").write_text(_STUCK_PLUGIN, encoding="utf-8")
+    result = load_general("stuck", home, timeout_s=0.2)
+    provider = result.provider
+    assert provider is not None
+    module = next(
+        m for n, m in sys.modules.items() if n.startswith("_memoryport_user_plugins.stuck")
+    )
+    with pytest.raises(TimeoutError):
+        provider.handle_tool_call("stuck_block", {})  # the plugin's thread is now stuck
+    with pytest.raises(TimeoutError):
+        provider.handle_tool_call("stuck_count", {})  # queued behind it, given up
+    module.GATE.set()
+    assert provider.handle_tool_call("stuck_count", {}) == "1"  # the given-up call never ran
+    provider.shutdown()

@@ -92,7 +92,11 @@ class PluginRunner:
                 )
                 self._thread.start()
         self._jobs.put((lambda: fn(*args, **kwargs), future))
-        return future.result(timeout=timeout)
+        try:
+            return future.result(timeout=timeout)
+        except TimeoutError:
+            future.cancel()  # not started yet (queued behind a stuck call): never run it
+            raise
 
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
