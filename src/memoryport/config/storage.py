@@ -1,7 +1,9 @@
 """The ``storage:`` block and the deprecated ``sessions.backend``/``sessions.dsn`` keys.
 
 ``storage.backend`` (``sqlite`` or ``postgres``) and ``storage.dsn`` say where memory
-lives. The old spellings under ``sessions:`` are still read with a ``ConfigWarning``:
+lives: with ``postgres``, the session history, curated memory with its history and the
+audit log are all in the ``storage.dsn`` database (see docs/postgres.md).
+The old spellings under ``sessions:`` are still read with a ``ConfigWarning``:
 a ``storage:`` key wins, an old key fills in when its ``storage:`` key is absent, and
 after loading both blocks hold the same values (older code reading
 ``config.sessions.backend`` keeps working). ``config set`` on an old key stores the new

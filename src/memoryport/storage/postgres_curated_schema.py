@@ -170,6 +170,8 @@ def migrate(conn: psycopg.Connection[Any], schema: str) -> list[str]:
 _TRIES = 5
 LOCK_TIMEOUT_MS = 10_000
 """How long a writer waits for another host's writer of the same target."""
+POOL_TIMEOUT_S = 10.0
+"""How long a call waits for a connection (a server that went away fails this fast)."""
 _DATABASES: dict[tuple[str, str, str], Database] = {}
 _DATABASES_LOCK = threading.Lock()
 
@@ -189,12 +191,12 @@ class Database:
         self.ident = sql.Identifier(schema)
         check_connection(dsn, CONNECT_TIMEOUT_S)
         self._pool: ConnectionPool[Any] = ConnectionPool(
-            dsn, min_size=1, max_size=max(1, pool_size), timeout=30.0,
+            dsn, min_size=1, max_size=max(1, pool_size), timeout=POOL_TIMEOUT_S,
             kwargs={"application_name": "memoryport", "autocommit": True},
             configure=self._configure, open=True, name=f"memoryport-curated-{schema}",
         )  # fmt: skip
         try:
-            self._pool.wait(30.0)
+            self._pool.wait(POOL_TIMEOUT_S)
             with self._pool.connection() as conn:
                 migrate(conn, schema)
         except BaseException:
