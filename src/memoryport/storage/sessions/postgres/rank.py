@@ -52,8 +52,11 @@ from memoryport.storage.sessions.temporal import (
 __all__ = [
     "LITERAL_SCAN",
     "RELEVANCE_WINDOW",
+    "Ranked",
     "Scope",
+    "count_upto",
     "filter_scope",
+    "keep_in_scope",
     "literal_first",
     "natural",
     "ranked_ids",
@@ -113,7 +116,26 @@ def filter_scope(cur: Cursor, schema: sql.Identifier, ids: list[int], scope: Sco
     return {int(r[0]) for r in cur.execute(query, [ids, *params])}
 
 
-def _count_upto(cur: Cursor, schema: sql.Identifier, compiled: str, cap: int) -> int:
+def keep_in_scope(
+    cur: Cursor, schema: sql.Identifier, ordered: Ranked, scope: Scope, need: int
+) -> Ranked:
+    """The first ``need`` of ``ordered`` inside ``scope``, checked in chunks, order kept."""
+    if not scope[1]:
+        return ordered[:need] if need < len(ordered) else list(ordered)
+    chunk = max(need * 4, 64)
+    kept: Ranked = []
+    for start in range(0, len(ordered), chunk):
+        part = ordered[start : start + chunk]
+        keep = filter_scope(cur, schema, [r[0] for r in part], scope)
+        kept.extend(r for r in part if r[0] in keep)
+        if len(kept) >= need:
+            return kept[:need]
+    return kept
+
+
+def count_upto(cur: Cursor, schema: sql.Identifier, compiled: str, cap: int) -> int:
+    """How many messages match the tsquery ``compiled``, counting no further than
+    ``cap + 1``."""
     query = sql.SQL(
         "SELECT count(*) FROM (SELECT 1 FROM {s}.messages m"
         " WHERE m.tsv @@ CAST(%s AS tsquery) LIMIT %s) AS x"
@@ -145,7 +167,6 @@ def _rank(
     """Rank every match (``window=None``) or the newest ``window`` ones, widened when the
     scope leaves fewer than ``need``; ``scores`` receives every match read, in scope or
     not. Ties: the newest first."""
-    chunk = max(need * 4, 64)
     while True:
         if window is None:
             rows = cur.execute(sql.SQL(_ALL).format(s=schema), (compiled,)).fetchall()
@@ -154,14 +175,8 @@ def _rank(
             rows = cur.execute(sql.SQL(_NEWEST).format(s=schema), params).fetchall()
         ordered = sorted(((int(i), float(v)) for i, v in rows), key=lambda r: (-r[1], -r[0]))
         scores.update(ordered)
-        kept: Ranked = []
-        for start in range(0, len(ordered), chunk):
-            part = ordered[start : start + chunk]
-            keep = filter_scope(cur, schema, [r[0] for r in part], scope)
-            kept.extend(r for r in part if r[0] in keep)
-            if len(kept) >= need:
-                return kept
-        if window is None or len(rows) < window:
+        kept = keep_in_scope(cur, schema, ordered, scope, len(ordered))
+        if len(kept) >= need or window is None or len(rows) < window:
             return kept
         window *= 8
 
@@ -179,7 +194,7 @@ def ranked_ids(
     root = parsed.root
     if not (isinstance(root, Or) and all(isinstance(c, Term) for c in root.children)):
         return _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores)
-    if _count_upto(cur, schema, compiled, RELEVANCE_WINDOW) <= RELEVANCE_WINDOW:
+    if count_upto(cur, schema, compiled, RELEVANCE_WINDOW) <= RELEVANCE_WINDOW:
         return _rank(cur, schema, compiled, scope, need, None, scores)
     ranked: Ranked = []
     selective = _selective(cur, schema, root)
@@ -198,7 +213,7 @@ def _selective(cur: Cursor, schema: sql.Identifier, root: Or) -> str:
     for position, child in enumerate(root.children):
         text = tsquery_text(cur, schema, child)
         if text:
-            counted.append((_count_upto(cur, schema, text, RELEVANCE_WINDOW), position, text))
+            counted.append((count_upto(cur, schema, text, RELEVANCE_WINDOW), position, text))
     chosen, total = [], 0
     for matches, _, text in sorted(counted):
         if total + matches > RELEVANCE_WINDOW:
@@ -312,7 +327,7 @@ def literal_first(
     checks = sql.SQL(" AND ").join(
         [sql.SQL("strpos(lower(m.content), lower(%s)) > 0")] * len(literals)
     )
-    encoded = [encode_text(lit) for lit in literals]
+    encoded: list[Any] = [encode_text(lit) for lit in literals]
     top = [i for i, _ in ranked[:need]]
     check = sql.SQL("SELECT m.id FROM {s}.messages m WHERE m.id = ANY(%s) AND {c}").format(
         s=schema, c=checks
@@ -320,19 +335,42 @@ def literal_first(
     hit = {int(r[0]) for r in cur.execute(check, [top, *encoded])}
     found = [i for i in top if i in hit]
     if len(found) < need:
-        where, params = scope
-        walk = sql.SQL(
-            "WITH w AS MATERIALIZED (SELECT m.id FROM {s}.messages m"
-            " WHERE m.tsv @@ CAST(%s AS tsquery) ORDER BY m.id DESC LIMIT %s)"
-            " SELECT m.id FROM w JOIN {s}.messages m ON m.id = w.id"
-            " JOIN {s}.sessions s ON s.id = m.session_id WHERE {c}{where}"
-            " ORDER BY m.id DESC LIMIT %s"
-        ).format(s=schema, c=checks, where=where)
-        known = set(found)
-        rows = cur.execute(walk, [expr, LITERAL_SCAN, *encoded, *params, need + len(found)])
-        found.extend(i for i in (int(r[0]) for r in rows) if i not in known)
+        found.extend(_literal_walk(cur, schema, (expr, scope), (checks, encoded), found, need))
     literal = set(found)
     first = [r for r in ranked if r[0] in literal]
     seen = {i for i, _ in first}
     first += [(i, 0.0) for i in found if i not in seen]
     return first + [r for r in ranked if r[0] not in literal]
+
+
+def _literal_walk(
+    cur: Cursor,
+    schema: sql.Identifier,
+    search: tuple[str, Scope],
+    checks: tuple[sql.Composable, list[Any]],
+    known: list[int],
+    need: int,
+) -> list[int]:
+    """The newest messages in scope matching the tsquery that contain the literal text
+    (newest first, none of ``known``) until ``known`` and they make ``need``: id ranges
+    read backwards in growing chunks, one row back per chunk, until :data:`LITERAL_SCAN`
+    word matches were checked. The tests are selected values, so every chunk is a
+    primary-key range read, never a plan chosen from a misjudged match count."""
+    expr, scope = search
+    row = cur.execute(sql.SQL("SELECT max(id) FROM {s}.messages").format(s=schema)).fetchone()
+    high = int(row[0]) if row and row[0] is not None else 0
+    query = sql.SQL(
+        "SELECT count(*) FILTER (WHERE m.tsv @@ q),"
+        " array_agg(m.id ORDER BY m.id DESC) FILTER (WHERE m.tsv @@ q AND {c})"
+        " FROM {s}.messages m, CAST(%s AS tsquery) AS q WHERE m.id > %s AND m.id <= %s"
+    ).format(s=schema, c=checks[0])
+    seen, found = set(known), list[int]()
+    scanned, chunk = 0, 4096
+    while high > 0 and len(known) + len(found) < need and scanned < LITERAL_SCAN:
+        low = max(0, high - chunk)
+        got = cur.execute(query, [*checks[1], expr, low, high]).fetchone()
+        scanned += int(got[0]) if got else 0
+        fresh = [(int(i), 0.0) for i in (got[1] if got and got[1] else []) if i not in seen]
+        found.extend(i for i, _ in keep_in_scope(cur, schema, fresh, scope, len(fresh)))
+        high, chunk = low, min(chunk * 4, 262144)
+    return found

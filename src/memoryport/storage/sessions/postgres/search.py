@@ -5,19 +5,26 @@ Plans mirror the SQLite store (see :meth:`ParsedQuery.plan`):
 * ``fts`` -- ``tsv @@ tsquery`` on the GIN index. The tsquery is compiled from the shared
   parse tree (:func:`compile_tsquery`) and normalised by ``to_tsquery(<store config>, ...)``
   once, up front; a query left with only stopwords or only negations returns nothing
-  instead of scanning the table. Relevance is ``ts_rank_cd`` (cover density,
-  normalised by document length); newest/oldest order by message time, ties by id.
+  instead of scanning the table. Relevance (``ts_rank_cd``, cover density normalised by
+  length) runs over a bounded candidate set with the context re-rank of SQLite (see
+  :mod:`~memoryport.storage.sessions.postgres.rank`).
 * ``trigram`` -- ``content ILIKE`` over messages containing CJK text, which the partial
   ``pg_trgm`` GIN index answers when the extension is present (and a scan otherwise).
   Relevance counts occurrences of the terms, damped by length.
 * ``like`` -- short CJK terms: the same ``ILIKE`` over all content, newest first.
+
+Every candidate query reads ``messages`` alone and the scope (user, sources, roles,
+sessions) is applied to the candidate ids afterwards: joined to ``sessions`` under the
+row-level security policies the planner misjudged how many sessions pass and walked
+every session's messages (seconds at 1M messages). Newest/oldest order walks the
+``messages_time`` index in chunks (a common word) or sorts every match (at most
+:data:`SMALL_MATCH`), as SQLite does.
 
 Snippets (``ts_headline`` or :func:`make_snippet`) are computed only for the final page.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,27 +34,19 @@ from psycopg import sql
 from memoryport.storage.sessions.postgres import rank
 from memoryport.storage.sessions.postgres.dialect import (
     compile_ilike,
-    compile_tsquery,
     decode_text,
-    encode_text,
     hit_from_row,
     message_from_row,
 )
 from memoryport.storage.sessions.postgres.migrations import CJK_REGEX, ts_config
-from memoryport.storage.sessions.postgres.rank import Scope
+from memoryport.storage.sessions.postgres.rank import Ranked, Scope
 from memoryport.storage.sessions.query import ParsedQuery, iter_terms, make_snippet
 from memoryport.storage.sessions.records import MessageRecord, SearchHit, SortOrder
 from memoryport.storage.sessions.rows import HIT_COLUMNS, MESSAGE_COLUMNS, shape_window
-from memoryport.storage.sessions.temporal import (
-    CONTEXT_DEPTH,
-    RERANK_DEPTH,
-    TimeHint,
-    rerank,
-    time_hint,
-)
+from memoryport.storage.sessions.temporal import CONTEXT_DEPTH, time_hint
 from memoryport.storage.timeexpr import has_time_words
 
-__all__ = ["fetch_windows", "run_search", "snippets_for"]
+__all__ = ["SMALL_MATCH", "fetch_windows", "run_search", "snippets_for"]
 
 Cursor = psycopg.Cursor[Any]
 
@@ -55,6 +54,10 @@ _HEADLINE_OPTIONS = (
     "StartSel=>>>, StopSel=<<<, MaxWords=24, MinWords=8, ShortWord=0, "
     "MaxFragments=1, FragmentDelimiter=..."
 )
+SMALL_MATCH = 1000
+"""Chronological search sorts every match by time when a query matches at most this many
+messages; more frequent queries walk the ``messages_time`` index instead."""
+_CHUNK = 512
 
 
 def run_search(
@@ -62,7 +65,7 @@ def run_search(
     schema: sql.Identifier,
     parsed: ParsedQuery,
     *,
-    scope: tuple[sql.Composable, list[Any]],
+    scope: Scope,
     sort: SortOrder,
     limit: int,
     offset: int,
@@ -75,46 +78,128 @@ def run_search(
     plan = parsed.plan()
     if parsed.root is None or plan == "empty":
         return [], ""
-    if plan == "fts" and sort == "relevance":
-        return _relevance(cur, schema, parsed, scope, limit, offset, snippets)
-    hint = TimeHint((), False)
+    if plan == "fts":
+        expr = rank.tsquery_text(cur, schema, parsed.root)
+        if not expr:
+            return [], expr
+        match: tuple[str, list[Any]] = ("m.tsv @@ CAST(%s AS tsquery)", [expr])
+    else:
+        where, params = compile_ilike(parsed.root, "m.content")
+        if plan == "trigram":
+            where = f"m.content ~ {_quote(CJK_REGEX)} AND {where}"
+        expr, match = where, (where, list(params))
     if sort == "relevance" and plan != "like":
-        hint = time_hint(parsed.raw, _latest(cur, schema) if has_time_words(parsed.raw) else None)
-    if hint:  # re-rank the top candidates by time hints, then page (as SQLite does)
-        depth = max(offset + limit, RERANK_DEPTH)
-        hits, compiled = _search(cur, schema, parsed, plan, scope, sort, depth, 0, snippets)
-        return _time_rerank(cur, schema, hits, hint)[offset : offset + limit], compiled
-    return _search(cur, schema, parsed, plan, scope, sort, limit, offset, snippets)
+        ranked = _relevance(cur, schema, parsed, plan, (expr, match), scope, offset + limit)
+    else:
+        ranked = _ordered(cur, schema, plan, match, scope, offset + limit, sort != "oldest")
+    page = ranked[offset : offset + limit]
+    headline = expr if plan == "fts" and snippets else ""
+    return _hydrate(cur, schema, parsed, page, headline, snippets), expr
 
 
 def _relevance(
     cur: Cursor,
     schema: sql.Identifier,
     parsed: ParsedQuery,
+    plan: str,
+    compiled: tuple[str, tuple[str, list[Any]]],
     scope: Scope,
-    limit: int,
-    offset: int,
-    snippets: bool,
-) -> tuple[list[SearchHit], str]:
-    """Word-index relevance search: bounded candidates, context re-rank, literals first,
-    then one query for the page (see :mod:`~memoryport.storage.sessions.postgres.rank`)."""
-    assert parsed.root is not None
-    compiled = rank.tsquery_text(cur, schema, parsed.root)
-    if not compiled:
-        return [], compiled
+    need: int,
+) -> Ranked:
+    """Relevance order: bounded candidates, context re-rank, literal text first (see
+    :mod:`~memoryport.storage.sessions.postgres.rank`)."""
+    expr, match = compiled
     hint = time_hint(parsed.raw, _latest(cur, schema) if has_time_words(parsed.raw) else None)
-    weights = rank.weights_for(parsed, "fts", hint)
-    need = max(offset + limit, CONTEXT_DEPTH) if weights else offset + limit
+    weights = rank.weights_for(parsed, plan, hint)
+    depth = max(need, CONTEXT_DEPTH) if weights else need
     scores: dict[int, float] = {}
-    ranked = rank.ranked_ids(cur, schema, parsed, compiled, scope, need, scores)
+    if plan == "fts":
+        ranked = rank.ranked_ids(cur, schema, parsed, expr, scope, depth, scores)
+    else:
+        ranked = _trigram_ranked(cur, schema, parsed, match, scope, depth, scores)
     if weights:
         ranked = rank.rerank_context(
             cur, schema, ranked, scores, hint, (parsed.raw, scope), weights
         )
-    if parsed.literals:
-        ranked = rank.literal_first(cur, schema, parsed.literals, scope, offset + limit, ranked)
-    page = ranked[offset : offset + limit]
-    return _hydrate(cur, schema, parsed, page, compiled if snippets else ""), compiled
+    if parsed.literals and plan == "fts":
+        ranked = rank.literal_first(cur, schema, parsed.literals, scope, need, ranked)
+    return ranked
+
+
+def _trigram_ranked(
+    cur: Cursor,
+    schema: sql.Identifier,
+    parsed: ParsedQuery,
+    match: tuple[str, list[Any]],
+    scope: Scope,
+    need: int,
+    scores: dict[int, float],
+) -> Ranked:
+    """Every CJK match by occurrence score (ties: newest first), kept in scope."""
+    needles = [t.text for t in iter_terms(parsed.root, negated=False)]
+    score, score_params = _occurrence_score(needles)
+    query = sql.SQL("SELECT m.id, {score} FROM {s}.messages m WHERE {where}").format(
+        score=score, s=schema, where=sql.SQL(match[0])
+    )
+    rows = cur.execute(query, [*score_params, *match[1]]).fetchall()
+    ordered = sorted(((int(i), float(v)) for i, v in rows), key=lambda r: (-r[1], -r[0]))
+    scores.update(ordered)
+    return rank.keep_in_scope(cur, schema, ordered, scope, need)
+
+
+def _ordered(
+    cur: Cursor,
+    schema: sql.Identifier,
+    plan: str,
+    match: tuple[str, list[Any]],
+    scope: Scope,
+    need: int,
+    newest: bool,
+) -> Ranked:
+    """Matches in message-time order (ties by id): every match sorted when there are at
+    most :data:`SMALL_MATCH` word-index matches, else a walk of ``messages_time``."""
+    where, params = match
+    if plan == "fts" and rank.count_upto(cur, schema, params[0], SMALL_MATCH) <= SMALL_MATCH:
+        query = sql.SQL("SELECT m.id, m.timestamp FROM {s}.messages m WHERE {w}").format(
+            s=schema, w=sql.SQL(where)
+        )
+        rows = [(int(i), float(ts)) for i, ts in cur.execute(query, params)]
+        rows.sort(key=lambda r: (r[1], r[0]), reverse=newest)
+        return rank.keep_in_scope(cur, schema, [(i, 0.0) for i, _ in rows], scope, need)
+    return _walk_by_time(cur, schema, match, scope, need, newest)
+
+
+def _walk_by_time(
+    cur: Cursor,
+    schema: sql.Identifier,
+    match: tuple[str, list[Any]],
+    scope: Scope,
+    need: int,
+    newest: bool,
+) -> Ranked:
+    """Walk messages by (timestamp, id) in growing chunks; keep those ``match`` accepts
+    and the scope allows. The match is a selected column, so the walk is always the
+    ``messages_time`` index, never a plan chosen from a misjudged match count."""
+    op, direction = ("<", "DESC") if newest else (">", "ASC")
+    query = sql.SQL(
+        "SELECT m.id, m.timestamp, ({w}) FROM {s}.messages m"
+        " WHERE (m.timestamp, m.id) {op} (%s, %s)"
+        " ORDER BY m.timestamp {d}, m.id {d} LIMIT %s"
+    ).format(w=sql.SQL(match[0]), s=schema, op=sql.SQL(op), d=sql.SQL(direction))
+    bound: tuple[float, int] = (float("inf"), 2**62) if newest else (float("-inf"), -1)
+    chunk = max(_CHUNK, need * 4)
+    kept: Ranked = []
+    while len(kept) < need:
+        rows = cur.execute(query, [*match[1], *bound, chunk]).fetchall()
+        if not rows:
+            break
+        matched = [(int(r[0]), 0.0) for r in rows if r[2]]
+        kept.extend(rank.keep_in_scope(cur, schema, matched, scope, len(matched)))
+        bound = (float(rows[-1][1]), int(rows[-1][0]))
+        if len(rows) < chunk:
+            break
+        chunk = min(chunk * 4, 65536)
+    return kept
 
 
 def _hydrate(
@@ -123,8 +208,10 @@ def _hydrate(
     parsed: ParsedQuery,
     page: Sequence[tuple[int, float]],
     compiled: str,
+    snippets: bool,
 ) -> list[SearchHit]:
-    """Hits for ``page`` in order; ``ts_headline`` snippets when ``compiled`` is set."""
+    """Hits for ``page`` in order; ``ts_headline`` snippets when ``compiled`` is set,
+    marked by hand otherwise (``snippets=False``: none)."""
     if not page:
         return []
     headline = sql.SQL("ts_headline({cfg}, m.content, %s::tsquery, %s)" if compiled else "NULL")
@@ -142,7 +229,7 @@ def _hydrate(
             continue
         message = message_from_row(row)
         snippet = ""
-        if compiled:
+        if snippets:
             text = decode_text(row[15]) or ""
             snippet = text if ">>>" in text else make_snippet(message.content, needles)
         hits.append(hit_from_row(message, row, snippet, score))
@@ -157,7 +244,7 @@ def snippets_for(
     if parsed.root is None or plan == "empty" or not ids:
         return {}
     needles = [t.text for t in iter_terms(parsed.root, negated=False)]
-    compiled = _tsquery(cur, schema, parsed) if plan == "fts" else ""
+    compiled = rank.tsquery_text(cur, schema, parsed.root) if plan == "fts" else ""
     query = sql.SQL(
         "SELECT m.id, m.content, ts_headline({cfg}, m.content, CAST(%s AS tsquery), %s)"
         " FROM {s}.messages m WHERE m.id = ANY(%s)"
@@ -173,20 +260,6 @@ def snippets_for(
     return out
 
 
-def _tsquery(cur: Cursor, schema: sql.Identifier, parsed: ParsedQuery) -> str:
-    """The normalised tsquery text ("" when only stopwords or negations remain)."""
-    assert parsed.root is not None
-    row = cur.execute(
-        sql.SQL("SELECT q::text, querytree(q) FROM to_tsquery({cfg}, %s) AS q").format(
-            cfg=ts_config(schema)
-        ),
-        (compile_tsquery(parsed.root),),
-    ).fetchone()
-    if row is None or not row[0] or row[1] == "T":
-        return ""
-    return str(row[0])
-
-
 def _latest(cur: Cursor, schema: sql.Identifier) -> float | None:
     """The newest message time in the store (the anchor of relative query periods)."""
     row = cur.execute(sql.SQL("SELECT max(timestamp) FROM {s}.messages").format(s=schema))
@@ -194,83 +267,8 @@ def _latest(cur: Cursor, schema: sql.Identifier) -> float | None:
     return None if value is None or value[0] is None else float(value[0])
 
 
-def _time_rerank(
-    cur: Cursor, schema: sql.Identifier, hits: list[SearchHit], hint: TimeHint
-) -> list[SearchHit]:
-    top = hits[:RERANK_DEPTH]
-    by_id = {h.message.id: h for h in top}
-    events: dict[int, list[tuple[float, float]]] = {}
-    if hint.events and by_id:
-        rows = cur.execute(
-            sql.SQL(
-                "SELECT message_id, start_at, end_at FROM {s}.message_events"
-                " WHERE message_id = ANY(%s)"
-            ).format(s=schema),
-            (list(by_id),),
-        )
-        for message_id, start, end in rows.fetchall():
-            events.setdefault(int(message_id), []).append((float(start), float(end)))
-    order = rerank(
-        [(h.message.id, h.score, h.message.timestamp, h.message.content) for h in top],
-        hint,
-        events,
-    )
-    ranked = [dataclasses.replace(by_id[i], score=score) for i, score in order]
-    return ranked + hits[RERANK_DEPTH:]
-
-
-def _search(
-    cur: Cursor,
-    schema: sql.Identifier,
-    parsed: ParsedQuery,
-    plan: str,
-    scope: tuple[sql.Composable, list[Any]],
-    sort: SortOrder,
-    limit: int,
-    offset: int,
-    snippets: bool,
-) -> tuple[list[SearchHit], str]:
-    assert parsed.root is not None
-    if plan == "fts":
-        return _fts_search(cur, schema, parsed, scope, sort, limit, offset, snippets)
-    where, params = compile_ilike(parsed.root, "m.content")
-    if plan == "trigram":
-        where = f"m.content ~ {_quote(CJK_REGEX)} AND {where}"
-    needles = [t.text for t in iter_terms(parsed.root, negated=False)]
-    score = _occurrence_score(needles) if plan == "trigram" and sort == "relevance" else None
-    order = _order(sort, "score" if score is not None else None)
-    query = sql.SQL(
-        "SELECT {cols}, {score} AS score FROM {s}.messages m JOIN {s}.sessions s"
-        " ON s.id = m.session_id WHERE {where}{scope} ORDER BY {order} LIMIT %s OFFSET %s"
-    ).format(
-        cols=sql.SQL(HIT_COLUMNS),
-        score=score[0] if score else sql.SQL("0.0"),
-        s=schema,
-        where=sql.SQL(where),
-        scope=scope[0],
-        order=sql.SQL(order),
-    )
-    score_params = score[1] if score else []
-    rows = cur.execute(query, [*score_params, *params, *scope[1], limit, offset]).fetchall()
-    hits = []
-    for row in rows:
-        message = message_from_row(row)
-        snippet = make_snippet(message.content, needles) if snippets else ""
-        hits.append(hit_from_row(message, row, snippet, float(row[15])))
-    return hits, where
-
-
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
-
-
-def _order(sort: SortOrder, score: str | None) -> str:
-    """Chronological sorts order by message time, ties by id (index ``messages_time``)."""
-    if sort == "oldest":
-        return "m.timestamp ASC, m.id ASC"
-    if sort == "newest" or score is None:
-        return "m.timestamp DESC, m.id DESC"
-    return f"{score} DESC, m.id DESC"
 
 
 def _occurrence_score(needles: Sequence[str]) -> tuple[sql.Composable, list[Any]]:
@@ -285,58 +283,6 @@ def _occurrence_score(needles: Sequence[str]) -> tuple[sql.Composable, list[Any]
         params.extend([needle, needle])
     total = " + ".join(parts) or "0"
     return sql.SQL(f"(({total}) / (1 + ln(1 + length(m.content))))"), params
-
-
-def _fts_search(
-    cur: Cursor,
-    schema: sql.Identifier,
-    parsed: ParsedQuery,
-    scope: tuple[sql.Composable, list[Any]],
-    sort: SortOrder,
-    limit: int,
-    offset: int,
-    snippets: bool,
-) -> tuple[list[SearchHit], str]:
-    compiled = _tsquery(cur, schema, parsed)
-    if not compiled:
-        return [], compiled
-    order = _order(sort, "score")
-    literals = list(parsed.literals) if sort == "relevance" else []
-    if literals:  # punctuated text the word index drops: literal matches rank first
-        found = " AND ".join(["strpos(lower({c}), lower(%s)) > 0"] * len(literals))
-        order = f"({found}) DESC, {order}"
-    query = sql.SQL(
-        "SELECT page.*, {headline} FROM ("
-        " SELECT {cols}, ts_rank_cd(m.tsv, q, 1) AS score"
-        " FROM {s}.messages m JOIN {s}.sessions s ON s.id = m.session_id,"
-        " CAST(%s AS tsquery) AS q"
-        " WHERE m.tsv @@ q{scope} ORDER BY {order} LIMIT %s OFFSET %s) AS page"
-        " ORDER BY {outer}"
-    ).format(
-        cols=sql.SQL(HIT_COLUMNS),
-        s=schema,
-        scope=scope[0],
-        order=sql.SQL(order.replace("{c}", "m.content")),
-        cfg=ts_config(schema),
-        outer=sql.SQL(order.replace("m.", "page.").replace("{c}", "page.content")),
-        headline=sql.SQL(
-            "ts_headline({cfg}, page.content, %s::tsquery, %s)" if snippets else "NULL"
-        ).format(cfg=ts_config(schema)),
-    )
-    headline_params = [compiled, _HEADLINE_OPTIONS] if snippets else []
-    encoded = [encode_text(lit) for lit in literals]
-    params = [*headline_params, compiled, *scope[1], *encoded, limit, offset, *encoded]
-    assert parsed.root is not None
-    needles = [t.text for t in iter_terms(parsed.root, negated=False)]
-    hits = []
-    for found in cur.execute(query, params).fetchall():
-        message = message_from_row(found)
-        headline = decode_text(found[16]) or ""
-        snippet = headline if ">>>" in headline else make_snippet(message.content, needles)
-        snippet = snippet if snippets else ""
-        score = float(found[15]) if sort == "relevance" else 0.0
-        hits.append(hit_from_row(message, found, snippet, score))
-    return hits, compiled
 
 
 def fetch_windows(
