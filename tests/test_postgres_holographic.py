@@ -13,6 +13,7 @@ import uuid
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import psycopg
 import pytest
@@ -164,8 +165,10 @@ class TopicEmbedder:
     """A real, tiny ``Embedder`` (topic buckets), as in test_turn_index_vectors.py."""
 
     name = "topics-v1"
-    TOPICS = {"kids": 0, "painted": 0, "painting": 0, "paint": 0, "beach": 1, "camped": 1,
-              "stars": 1, "hiking": 1, "mountains": 1}
+    TOPICS: ClassVar[dict[str, int]] = {
+        "kids": 0, "painted": 0, "painting": 0, "paint": 0,
+        "beach": 1, "camped": 1, "stars": 1, "hiking": 1, "mountains": 1,
+    }
 
     def embed(self, texts: Sequence[str]) -> list[array[float]]:
         """One unit vector per text."""
@@ -247,7 +250,7 @@ def test_facts_add_dedupe_contradict_and_history(facts: Factory) -> None:
     updated = store.update(deploy.fact.id, content="The deploy runs on Monday mornings",
                            provenance=Provenance(actor="user"))
     assert updated.content.endswith("Monday mornings")
-    assert [f.content for f in store.search("when does the deploy run")][0] == updated.content
+    assert store.search("when does the deploy run")[0].content == updated.content
     assert store.search("friday evenings") == []
     feedback = store.feedback(emacs.fact.id, helpful=False)
     assert (feedback["old_trust"], feedback["new_trust"]) == (0.5, 0.4)
@@ -319,7 +322,7 @@ def test_factory_chooses_the_backend(tmp_path: Path, pg_server: pgserver.PgServe
         store.close()
         turns.close()
         pgserver.drop_schema(pg_server.uri, schema_for(profile))
-    with pytest.raises(ConfigError, match="storage.dsn is empty"):
+    with pytest.raises(ConfigError, match=r"storage\.dsn is empty"):
         open_stores(tmp_path / "y.db", backend="postgres")
     with pytest.raises(ConfigError, match="must be one of sqlite, postgres"):
         open_stores(tmp_path / "y.db", backend="mysql")
@@ -350,7 +353,7 @@ def test_provider_on_postgres_through_the_public_api(tmp_path: Path,
                                                        "content": "Ann's favorite tea is sencha"})
         assert '"success": false' not in result
         second.initialize("s2", home=homes[1], platform="cli", user_id="ann")
-        facts, hits = second.recall_items("what is the greyhound called")
+        _, hits = second.recall_items("what is the greyhound called")
         assert any("Pixel" in h.text for h in hits)
         assert "sencha" in second.prefetch("which tea does Ann like", session_id="s2")
         assert not any((home / "holographic.db").exists() for home in homes), [
