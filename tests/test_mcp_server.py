@@ -315,3 +315,22 @@ def test_timing_is_reported_only_when_asked_for(server: MemoryServer, tmp_path: 
         assert 0 <= figures["tool_ms"] <= figures["handler_ms"] <= figures["server_ms"]
     assert text(timed)["success"] is True  # the answer itself is unchanged
     assert entries(tmp_path, "user") == ["plain write", "timed write"]
+
+
+def test_curated_resources_read_through_the_clients_open_memory(
+    server: MemoryServer, tmp_path: Path
+) -> None:
+    # a resource read uses the store the client's Memory opened (no config.yaml parse per
+    # read): it shows what that client's `memory` tool writes, even after config.yaml breaks
+    async def body(c: Client) -> tuple[Any, Any, Any]:
+        added = await c.call_tool("memory", {"action": "add", "target": "user",
+                                             "content": "Prefers tabs"})
+        (tmp_path / "config.yaml").write_text("memory: [this is not: a mapping\n")
+        again = await c.call_tool("memory", {"action": "add", "target": "user",
+                                             "content": "Uses vim"})
+        return added, again, await c.read_resource("memory://USER.md")
+
+    added, again, user_md = run(server, body)
+    assert not added.is_error and not again.is_error
+    assert "Prefers tabs" in user_md.contents[0].text
+    assert "Uses vim" in user_md.contents[0].text

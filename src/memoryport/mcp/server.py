@@ -213,8 +213,8 @@ class MemoryServer:
             return await anyio.to_thread.run_sync(_session_json, state.memory, session_id)
 
     async def _curated(self, target: str) -> str:
-        identity = current_identity.get() or Identity(self.options.user_id, "default")
-        return await anyio.to_thread.run_sync(_curated_text, self.home, identity.user_id, target)
+        state = await self._client()
+        return await anyio.to_thread.run_sync(_curated_text, self.home, state.memory, target)
 
     def close(self) -> None:
         """End every client's session and shut providers down. Idempotent."""
@@ -229,8 +229,15 @@ def _timed(run: Callable[[], str], timing: dict[str, float]) -> str:
         timing["tool_ms"] = (time.perf_counter() - started) * 1e3
 
 
-def _curated_text(home: Path, user_id: str, target: str) -> str:
-    store = open_curated(home, user_id)
+def _curated_text(home: Path, memory: Memory, target: str) -> str:
+    """The client's curated text as its ``memory`` tool writes it: through the store its
+    open ``Memory`` holds (no config parse per read), or opened from the home when both
+    curated targets are disabled."""
+    user_id = memory.context.user_id
+    provider = memory.curated
+    store = provider.store if provider is not None else None
+    if store is None:
+        store = open_curated(home, user_id)
     path = store.path(target)
     audit.record(home, "mcp", "read", f"resource {path.name}", target=f"memory://{path.name}",
                  user_id=user_id)
