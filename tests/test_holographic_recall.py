@@ -67,3 +67,28 @@ def test_name_rules() -> None:
     assert name_stems("Thanks, Gina! I'm glad, I said.") == {"gina"}
     assert name_stems("That is Caroline's painting.") == {"caroline"}  # possessive
     assert name_stems("I read “Becoming Nicole” by Amy Nutt.") == {"nicole", "amy", "nutt"}
+
+
+def test_search_ranks_exactly_as_candidates_and_combine(tmp_path: Path) -> None:
+    """The fast path of ``search`` (signals column by column) ranks as the public
+    ``candidates`` + ``combine`` do, on turns where every signal fires somewhere."""
+    from memoryport.storage.turns import TurnIndex, TurnInput
+    from memoryport.storage.turns.rank import combine
+
+    day = 86400.0
+    with TurnIndex(tmp_path / "t.db", dense=False) as index:
+        for n in range(40):
+            index.add_turns([
+                TurnInput(f"s{n % 4}", "Ana" if n % 2 else "Ben",
+                          f"We hiked near Lisbon on trip {n} with Carla last Friday"
+                          if n % 5 == 0 else f"trip note {n}: nothing about hiking",
+                          1_680_000_000.0 + n * day, f"D{n}")])
+        for query in ("Where did Ana go hiking?", "When was the trip with Carla?",
+                      "what did Ben note about the trip in April 2023"):
+            rows, parts = index.candidates(query)
+            scores = combine(parts, index.weights)
+            expected = sorted(range(len(rows)),
+                              key=lambda i: (-scores[i], -parts[i].main, rows[i][0]))[:10]
+            hits = index.search(query, limit=10)
+            assert [h.turn_id for h in hits] == [rows[i][0] for i in expected]
+            assert [h.score for h in hits] == [round(scores[i], 6) for i in expected]
