@@ -198,7 +198,12 @@ class PgLedger:
         self._cur: Cursor | None = None
 
     def ensure(self) -> None:
-        """Create the schema and the ledger table unless present."""
+        """Create the schema and the ledger table unless present (a role without
+        ``CREATE`` on the database can open a store that is already set up)."""
+        ledger = self._table.as_string(self._conn)
+        if self._conn.execute("SELECT to_regclass(%s)", (ledger,)).fetchone() not in (
+                None, (None,)):
+            return
         with self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
             self._conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(self._schema))
