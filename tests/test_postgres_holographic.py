@@ -366,3 +366,20 @@ def test_provider_on_postgres_through_the_public_api(tmp_path: Path,
         first.shutdown()
         second.shutdown()
         pgserver.drop_schema(pg_server.uri, schema_for(profile))
+
+
+def test_doctor_checks_the_fact_and_turn_tables(pg_server: pgserver.PgServer,
+                                                schema: str) -> None:
+    """``doctor``: a warning before the provider first opens the schema; afterwards the
+    policies of every table and pgvector for the vectors."""
+    from memoryport.admin.doctor_postgres import postgres_checks
+
+    def finding() -> tuple[str, str]:
+        (check,) = [c for c in postgres_checks(pg_server.uri, schema)
+                    if c.name == "postgres facts/turns"]
+        return check.status, check.detail
+
+    assert finding()[0] == "warn"
+    PostgresTurnIndex(pg_server.uri, schema=schema, dense=False).close()
+    PostgresFactStore(pg_server.uri, schema=schema).close()
+    assert finding() == ("ok", "user_scope enforced on 13 tables; vectors: pgvector")

@@ -1,5 +1,6 @@
 """``memoryport doctor`` checks of a PostgreSQL store: version, extensions, indexes,
-row-level security policies and round-trip latency.
+row-level security policies (session store, curated memory, facts and turns) and
+round-trip latency.
 
 Run after the connection check succeeded (``doctor._check_sessions``). Read-only: one
 connection, catalog queries and ``SELECT 1`` pings; nothing is created.
@@ -14,8 +15,10 @@ from typing import Any, NamedTuple
 
 import psycopg
 
+from memoryport.storage.facts.postgres_schema import TABLES as FACT_TABLES
 from memoryport.storage.postgres_curated_schema import POLICIES as CURATED_POLICIES
 from memoryport.storage.sessions.postgres.migrations import POLICIES
+from memoryport.storage.turns.postgres_schema import TABLES as TURN_TABLES
 
 __all__ = [
     "EXPECTED_INDEXES",
@@ -71,6 +74,7 @@ def postgres_checks(dsn: str, schema: str = "memoryport") -> Iterator[Check]:
             yield _indexes(conn, schema)
             yield _policies(conn, schema)
         yield _curated_tables(conn, schema)
+        yield _holographic_tables(conn, schema)
         yield _latency(conn)
 
 
@@ -188,6 +192,34 @@ def _curated_tables(conn: Conn, schema: str) -> Check:
                      "open curated memory once with a current memoryport (its migrations "
                      "add the tables and policies)")  # fmt: skip
     return Check(name, "ok", f"user_scope enforced on {', '.join(sorted(CURATED_POLICIES))}")
+
+
+def _holographic_tables(conn: Conn, schema: str) -> Check:
+    """The holographic fact store and turn index (``storage.backend: postgres``): tables
+    present with ``user_scope`` enforced, and whether vectors use pgvector."""
+    name = "postgres facts/turns"
+    present = conn.execute("SELECT to_regclass(%s), to_regclass(%s)",
+                           (f'"{schema}".turns', f'"{schema}".facts')).fetchone()
+    if present is None or None in present:
+        return Check(name, "warn", f"schema {schema!r} has no fact store or turn index yet",
+                     "they are created when the holographic provider first opens "
+                     "with storage.backend: postgres")  # fmt: skip
+    tables = sorted(TURN_TABLES + FACT_TABLES)
+    rows = conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = %s AND c.relname = ANY(%s) AND c.relrowsecurity"
+        " AND c.relforcerowsecurity AND EXISTS (SELECT 1 FROM pg_policies p"
+        " WHERE p.schemaname = n.nspname AND p.tablename = c.relname"
+        " AND p.policyname = 'user_scope')", (schema, tables)).fetchall()
+    missing = sorted(set(tables) - {row[0] for row in rows})
+    if missing:
+        return Check(name, "fail", f"row-level security is not enforced on {', '.join(missing)}",
+                     "open the holographic provider once with a current memoryport")
+    vec = conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE"
+                       " attrelid = to_regclass(%s) AND attname = 'vec'",
+                       (f'"{schema}".turn_vectors',)).fetchone()
+    kind = "pgvector" if vec and str(vec[0]).startswith("vector") else "bytea (no pgvector)"
+    return Check(name, "ok", f"user_scope enforced on {len(tables)} tables; vectors: {kind}")
 
 
 def _latency(conn: Conn, rounds: int = 5) -> Check:
