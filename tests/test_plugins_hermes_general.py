@@ -137,9 +137,9 @@ def test_a_backend_error_comes_back_in_the_one_error_shape(
 
 
 def test_a_slow_backend_does_not_stall_the_turn(tmp_path: Path, double: HindsightDouble) -> None:
-    memory = _memory(_home(tmp_path, deadline=0.3))
+    memory = _memory(_home(tmp_path, deadline=1.0))
     _turn(memory, "The spare key hides under the blue flowerpot.")
-    with double.faulty("slow", delay=1.5, times=1):
+    with double.faulty("slow", delay=2.5, times=1):
         turn = memory.begin_turn("Where is the spare key?")
         sent = str(turn.api_user_message())
     # the recall answered after the turn's deadline: left out, the turn went on without it
@@ -388,6 +388,7 @@ def test_session_hooks_fire_where_the_mapping_says(tmp_path: Path) -> None:
     _turn(memory, "one")
     _turn(memory, "two")
     memory.switch_session(reason="reset")
+    memory.flush()  # session hooks run on the background queue, like every provider's
     second = memory.session_id
     _turn(memory, "three")
     child = memory.open_child()

@@ -217,7 +217,7 @@ class HermesPluginProvider(MemoryProvider):
         self._session_id = ""
         self._platform = ""
         self._user_id = ""
-        self._first_turn = True
+        self._prefetched: set[str] = set()
 
     # ------------------------------------------------------------------ identity
     @property
@@ -249,7 +249,6 @@ class HermesPluginProvider(MemoryProvider):
         self._session_id = session_id
         self._platform = str(kwargs.get("platform") or "")
         self._user_id = str(kwargs.get("user_id") or "")
-        self._first_turn = True
         self._fire("on_session_start", session_id=session_id, model="", platform=self._platform)
 
     # ------------------------------------------------------------------ tools
@@ -288,10 +287,12 @@ class HermesPluginProvider(MemoryProvider):
     # ------------------------------------------------------------------ turn hooks
     def prefetch(self, query: str, *, session_id: str = "") -> str:
         """Fire ``pre_llm_call``; the ``context`` the callbacks return, joined."""
-        first, self._first_turn = self._first_turn, False
+        sid = session_id or self._session_id
+        first = sid not in self._prefetched  # per session: switches run on another thread
+        self._prefetched.add(sid)
         results = self._fire(
             "pre_llm_call",
-            session_id=session_id or self._session_id,
+            session_id=sid,
             user_message=query,
             conversation_history=[],
             is_first_turn=first,
@@ -345,7 +346,6 @@ class HermesPluginProvider(MemoryProvider):
         if reset:
             self._fire("on_session_reset", session_id=self._session_id, platform=self._platform)
         self._session_id = new_session_id
-        self._first_turn = True
         self._fire("on_session_start", session_id=new_session_id, model="", platform=self._platform)
 
     def shutdown(self) -> None:
