@@ -618,7 +618,7 @@ def test_a_call_that_timed_out_while_queued_never_runs(tmp_path: Path) -> None:
     folder.mkdir(parents=True)
     (folder / "plugin.yaml").write_text("name: stuck\nprovides_tools: [stuck_block]\n")
     (folder / "__init__.py").write_text(_STUCK_PLUGIN, encoding="utf-8")
-    result = load_general("stuck", home, timeout_s=0.2)
+    result = load_general("stuck", home, timeout_s=1.0)
     provider = result.provider
     assert provider is not None
     module = next(
