@@ -54,7 +54,7 @@ __all__ = [
     "RELEVANCE_WINDOW",
     "Ranked",
     "Scope",
-    "count_upto",
+    "estimate",
     "filter_scope",
     "keep_in_scope",
     "literal_first",
@@ -133,26 +133,64 @@ def keep_in_scope(
     return kept
 
 
-def count_upto(cur: Cursor, schema: sql.Identifier, compiled: str, cap: int) -> int:
-    """How many messages match the tsquery ``compiled``, counting no further than
-    ``cap + 1``."""
+def estimate(cur: Cursor, schema: sql.Identifier, compiled: str) -> int:
+    """The planner's estimate of the messages matching the tsquery ``compiled`` (from the
+    ``tsv`` column's statistics; no row is read). Only costs depend on it: every path it
+    picks returns the same rows."""
     query = sql.SQL(
-        "SELECT count(*) FROM (SELECT 1 FROM {s}.messages m"
-        " WHERE m.tsv @@ CAST(%s AS tsquery) LIMIT %s) AS x"
-    ).format(s=schema)
-    row = cur.execute(query, (compiled, cap + 1)).fetchone()
-    return int(row[0]) if row else 0
+        "EXPLAIN (FORMAT JSON) SELECT 1 FROM {s}.messages m WHERE m.tsv @@ {q}::tsquery"
+    ).format(s=schema, q=sql.Literal(compiled))
+    row = cur.execute(query).fetchone()
+    plan = row[0] if row else None
+    nodes = [plan[0]["Plan"]] if isinstance(plan, list) and plan else []
+    most = 0.0
+    while nodes:  # the index scan's estimate, before the row-level security filter
+        node = nodes.pop()
+        most = max(most, float(node.get("Plan Rows", 0)))
+        nodes.extend(node.get("Plans", []))
+    return int(most)
 
 
 _ALL = (
     "SELECT m.id, ts_rank_cd(m.tsv, q, 1) FROM {s}.messages m, CAST(%s AS tsquery) AS q"
     " WHERE m.tsv @@ q"
 )
-_NEWEST = (
-    "WITH c AS MATERIALIZED (SELECT m.id, m.tsv FROM {s}.messages m"
-    " WHERE m.tsv @@ CAST(%s AS tsquery) ORDER BY m.id DESC LIMIT %s)"
-    " SELECT c.id, ts_rank_cd(c.tsv, CAST(%s AS tsquery), 1) FROM c"
+_RANGE = (
+    "SELECT x.id, ts_rank_cd(x.tsv, q, 1) FROM (SELECT m.id, m.tsv FROM {s}.messages m"
+    " WHERE m.id > %s AND m.id <= %s OFFSET 0) AS x, CAST(%s AS tsquery) AS q"
+    " WHERE x.tsv @@ q"
 )
+
+
+def _newest(
+    cur: Cursor, schema: sql.Identifier, compiled: str, window: int
+) -> list[tuple[int, float]]:
+    """The newest ``window`` matches with their ``ts_rank_cd``. A query the statistics
+    call rare reads every match through the GIN index; a common one reads id ranges
+    backwards (``OFFSET 0`` keeps the range a primary-key read), sized from the
+    estimated share of matches, so ``really`` in 40% of 1M messages reads ~4,000 rows
+    instead of fetching 400,000 matches to keep the newest 1,500."""
+    expected = estimate(cur, schema, compiled)
+    if expected <= 4 * window:
+        rows = cur.execute(sql.SQL(_ALL).format(s=schema), (compiled,)).fetchall()
+        return sorted(((int(i), float(v)) for i, v in rows), reverse=True)[:window]
+    row = cur.execute(
+        sql.SQL(
+            "SELECT max(id), (SELECT greatest(reltuples, 1) FROM pg_class"
+            " WHERE oid = %s::regclass) FROM {s}.messages"
+        ).format(s=schema),
+        (sql.SQL("{s}.messages").format(s=schema).as_string(cur),),
+    ).fetchone()
+    high = int(row[0]) if row and row[0] is not None else 0
+    share = min(1.0, expected / float(row[1])) if row and row[1] else 1.0
+    chunk = int(window / max(share, 1e-4) * 1.25) + 64
+    found: list[tuple[int, float]] = []
+    while high > 0 and len(found) < window:
+        low = max(0, high - chunk)
+        rows = cur.execute(sql.SQL(_RANGE).format(s=schema), (low, high, compiled)).fetchall()
+        found.extend(sorted(((int(i), float(v)) for i, v in rows), reverse=True))
+        high, chunk = low, chunk * 2
+    return found[:window]
 
 
 def _rank(
@@ -170,13 +208,13 @@ def _rank(
     while True:
         if window is None:
             rows = cur.execute(sql.SQL(_ALL).format(s=schema), (compiled,)).fetchall()
+            found = [(int(i), float(v)) for i, v in rows]
         else:
-            params = (compiled, window, compiled)
-            rows = cur.execute(sql.SQL(_NEWEST).format(s=schema), params).fetchall()
-        ordered = sorted(((int(i), float(v)) for i, v in rows), key=lambda r: (-r[1], -r[0]))
+            found = _newest(cur, schema, compiled, window)
+        ordered = sorted(found, key=lambda r: (-r[1], -r[0]))
         scores.update(ordered)
         kept = keep_in_scope(cur, schema, ordered, scope, len(ordered))
-        if len(kept) >= need or window is None or len(rows) < window:
+        if len(kept) >= need or window is None or len(found) < window:
             return kept
         window *= 8
 
@@ -194,7 +232,7 @@ def ranked_ids(
     root = parsed.root
     if not (isinstance(root, Or) and all(isinstance(c, Term) for c in root.children)):
         return _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores)
-    if count_upto(cur, schema, compiled, RELEVANCE_WINDOW) <= RELEVANCE_WINDOW:
+    if estimate(cur, schema, compiled) <= RELEVANCE_WINDOW:
         return _rank(cur, schema, compiled, scope, need, None, scores)
     ranked: Ranked = []
     selective = _selective(cur, schema, root)
@@ -213,7 +251,7 @@ def _selective(cur: Cursor, schema: sql.Identifier, root: Or) -> str:
     for position, child in enumerate(root.children):
         text = tsquery_text(cur, schema, child)
         if text:
-            counted.append((count_upto(cur, schema, text, RELEVANCE_WINDOW), position, text))
+            counted.append((estimate(cur, schema, text), position, text))
     chosen, total = [], 0
     for matches, _, text in sorted(counted):
         if total + matches > RELEVANCE_WINDOW:

@@ -159,7 +159,7 @@ def _ordered(
     """Matches in message-time order (ties by id): every match sorted when there are at
     most :data:`SMALL_MATCH` word-index matches, else a walk of ``messages_time``."""
     where, params = match
-    if plan == "fts" and rank.count_upto(cur, schema, params[0], SMALL_MATCH) <= SMALL_MATCH:
+    if plan == "fts" and rank.estimate(cur, schema, params[0]) <= SMALL_MATCH:
         query = sql.SQL("SELECT m.id, m.timestamp FROM {s}.messages m WHERE {w}").format(
             s=schema, w=sql.SQL(where)
         )
