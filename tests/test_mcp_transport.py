@@ -385,3 +385,28 @@ def test_http_runs_on_the_c_parser_the_mcp_extra_installs(tmp_path: Path) -> Non
             http_config(server, host="0.0.0.0", port=free_port())
     finally:
         server.close()
+
+
+def test_stdio_from_a_regular_file_is_served_too(tmp_path: Path) -> None:
+    # a regular file cannot be polled by the event loop: the SDK's threaded wire takes over
+    from memoryport.mcp.stdio import pollable
+
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                    "params": {"protocolVersion": "2025-11-25",
+                                               "capabilities": {},
+                                               "clientInfo": {"name": "file", "version": "0"}}})
+                        + "\n")
+    with requests.open("rb") as stdin:
+        assert not pollable(stdin.fileno(), 1)
+        done = subprocess.run([*CLI, "--home", str(tmp_path / "home"), "serve"], stdin=stdin,
+                              capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    reply = json.loads(done.stdout.decode().splitlines()[0])
+    assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "memoryport"
+    read_end, write_end = os.pipe()
+    try:
+        assert pollable(read_end, 1) and pollable(write_end, 2)
+    finally:
+        os.close(read_end)
+        os.close(write_end)

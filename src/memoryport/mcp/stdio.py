@@ -11,13 +11,15 @@ Like the SDK, while serving, fd 0 points at the null device and fd 1 at stderr, 
 output from a handler or a child process never corrupts the JSON-RPC stream; both are
 restored on exit. Framing is the SDK's: one JSON-RPC message per line, UTF-8.
 
-On Windows (no readiness polling of pipes in the asyncio loop) the SDK's transport is used.
+The SDK's transport is used instead where the loop cannot poll the wire: on Windows, and
+when stdin or stdout is a regular file (``memoryport serve < requests.jsonl``).
 """
 
 from __future__ import annotations
 
 import os
 import select
+import selectors
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -26,7 +28,7 @@ from typing import Any, cast
 import anyio
 from mcp.server.stdio import stdio_server
 
-__all__ = ["LoopWire", "serve_stdio"]
+__all__ = ["LoopWire", "claimed_stdio", "pollable", "serve_stdio"]
 
 _CHUNK = getattr(select, "PIPE_BUF", 512)
 _READ = 1 << 16
@@ -105,9 +107,22 @@ def claimed_stdio() -> Iterator[LoopWire]:
         os.close(out_fd)
 
 
+def pollable(fd: int, events: int) -> bool:
+    """True when the event loop's selector can watch ``fd`` (a pipe, socket or terminal;
+    not a regular file, nor a closed descriptor)."""
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, events)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 async def serve_stdio(mcp: Any) -> None:
     """Serve ``mcp`` (an ``MCPServer``) over this process's stdin/stdout until EOF."""
-    if sys.platform == "win32":  # pragma: no cover - the asyncio loop cannot poll pipes there
+    if sys.platform == "win32" or not (  # the asyncio loop cannot poll these: the SDK's way
+        pollable(0, selectors.EVENT_READ) and pollable(1, selectors.EVENT_WRITE)
+    ):
         await mcp.run_stdio_async()
         return
     lowlevel = mcp._lowlevel_server
