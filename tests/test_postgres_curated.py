@@ -205,6 +205,16 @@ def test_drift_refuses_adds_with_a_backup_but_not_removes(make: Maker) -> None:
     assert store.entries("memory") == ["Fine entry."]
 
 
+def test_history_retention_keeps_the_last_revisions(make: Maker) -> None:
+    store = make(history_max_revisions=5, history_max_age_days=0)
+    for i in range(100):  # the retention is applied every 100th revision
+        store.add("memory", f"n{i}")
+    assert [r.rev for r in store.history("memory")] == [96, 97, 98, 99, 100]
+    assert store.latest_rev("memory") == 100
+    with pytest.raises(MemoryStoreError, match=r"kept: revisions 96-100"):
+        store.revision("memory", 3)
+
+
 # ---------------------------------------------------------------- PostgreSQL only
 
 
