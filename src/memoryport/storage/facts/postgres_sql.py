@@ -29,6 +29,7 @@ from memoryport.storage.facts import read, write
 from memoryport.storage.facts.records import FACT_COLUMNS, Fact, fact_from_row
 from memoryport.storage.facts.text import _VARIANTS, content_hash, fts_query, jaccard, tokens
 from memoryport.storage.facts.triples import Triple
+from memoryport.storage.timeexpr import has_time_words, resolve
 from memoryport.storage.turns.postgres_terms import bm25_sql, phrase_terms, terms
 
 __all__ = ["REWRITES", "PgConnection", "find_duplicate", "index_dirty", "search", "to_pg"]
@@ -167,23 +168,40 @@ _RANK = bm25_sql("fact_terms", "fact_id", "d.length", "JOIN {s}.facts d ON d.id 
 _F = ", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))
 
 
+_NAMES = ("(SELECT coalesce(array_agg(e.name ORDER BY e.id), ARRAY[]::text[])"
+          " FROM {s}.fact_entities fe"
+          " JOIN {s}.entities e ON e.id = fe.entity_id WHERE fe.fact_id = f.id)")
+
+
+def _ranked_query(pg: PgConnection, words: list[str], where: str, params: Sequence[Any],
+                  limit: int | None) -> tuple[sql.Composed, dict[str, Any]]:
+    """The statement of :func:`_ranked` and its parameters."""
+    statement = sql.SQL(
+        "WITH r AS ({rank}) SELECT " + _F + ", {names}, r.score, r.matched FROM r"
+        " JOIN {s}.facts f ON f.id = r.fact_id WHERE " + where
+        + " ORDER BY r.score DESC, f.id LIMIT %(limit)s"
+    ).format(rank=_RANK.format(s=pg.schema), names=sql.SQL(_NAMES).format(s=pg.schema),
+             s=pg.schema)
+    named = {"terms": words, "user": pg.user_id, "depth": None, "limit": limit}
+    named.update({f"p{i}": v for i, v in enumerate(params)})
+    return statement, named
+
+
+def _ranked_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Fact, float, list[str]]]:
+    """(fact with its entity names, score, the words it holds) of :func:`_ranked` rows."""
+    return [(replace(fact_from_row(r[:-3]), entities=tuple(r[-3])), float(r[-2]), list(r[-1]))
+            for r in rows]
+
+
 def _ranked(pg: PgConnection, words: list[str], where: str, params: Sequence[Any],
             limit: int | None) -> list[tuple[Fact, float, list[str]]]:
     """Facts holding any of ``words`` that pass ``where`` (over ``f``), best BM25 first:
-    (fact, score, the words it holds)."""
+    (fact with its entity names, score, the words it holds)."""
     if not words:
         return []
-    statement = sql.SQL(
-        "WITH r AS ({rank}) SELECT " + _F + ", r.score, r.matched FROM r"
-        " JOIN {s}.facts f ON f.id = r.fact_id WHERE " + where
-        + " ORDER BY r.score DESC, f.id LIMIT %(limit)s"
-    ).format(rank=_RANK.format(s=pg.schema), s=pg.schema)
-    named = {"terms": words, "user": pg.user_id,
-             "depth": None, "limit": limit}
-    named.update({f"p{i}": v for i, v in enumerate(params)})
     with pg.conn.cursor() as cur:
-        rows = cur.execute(statement, named).fetchall()
-    return [(fact_from_row(r[:-2]), float(r[-2]), list(r[-1])) for r in rows]
+        return _ranked_rows(cur.execute(*_ranked_query(pg, words, where, params, limit))
+                            .fetchall())
 
 
 def _where(scope: str, count: int) -> str:
@@ -200,22 +218,53 @@ def _where(scope: str, count: int) -> str:
     return out
 
 
+def _entity_keys(query: str) -> list[str]:
+    """The entity keys a query may name (``read._entity_boost``'s: words and word pairs)."""
+    words = tokens(query, keep_stopwords=True)
+    return sorted(set(words) | {" ".join(words[i:i + 2]) for i in range(len(words) - 1)})
+
+
+def _first_round(pg: PgConnection, query: str, match: str, scope: tuple[str, list[Any]],
+                 limit: int) -> tuple[list[tuple[float, float]],
+                                      list[tuple[Fact, float, list[str]]], set[int]]:
+    """The independent reads of a search in one round trip (a pipeline): the query's
+    time windows (``read.query_windows``), the BM25-ranked facts and the ids of facts
+    linked to an entity the query names (``read._entity_boost``)."""
+    words, keys = phrase_terms(match) if match else [], _entity_keys(query)
+    timed = has_time_words(query)
+    with pg.conn.pipeline():
+        when = pg.conn.cursor().execute(
+            f"SELECT max({read._WHEN}) FROM facts f WHERE f.user_id = %s".encode(),
+            (pg.user_id,)) if timed else None
+        ranked = pg.conn.cursor().execute(*_ranked_query(
+            pg, words, _where(scope[0], len(scope[1])), scope[1], limit)) if words else None
+        boost = pg.conn.cursor().execute(
+            b"SELECT fe.fact_id FROM entities e JOIN fact_entities fe ON fe.entity_id = e.id"
+            b" WHERE e.user_id = %s AND e.key = ANY(%s)", (pg.user_id, keys)) if keys else None
+    windows: list[tuple[float, float]] = []
+    latest = when.fetchone() if when is not None else None
+    if latest and latest[0] is not None:
+        try:
+            windows = [(t.start, t.end) for t in resolve(query, float(latest[0]))]
+        except ValueError:
+            windows = []
+    found = _ranked_rows(ranked.fetchall()) if ranked is not None else []
+    return windows, found, {int(r[0]) for r in boost.fetchall()} if boost is not None else set()
+
+
 def search(pg: PgConnection, query: str, *, limit: int, min_trust: float,
            as_of: float | None = None) -> list[Fact]:
     """``read.search`` on PostgreSQL: the same candidates, blend and order (BM25 from the
-    postings, normalised by the best, as FTS5's is there)."""
+    postings, normalised by the best, as FTS5's is there). The first reads share one
+    round trip (:func:`_first_round`) and the ranked facts come with their entities."""
     conn = pg.as_sqlite()
-    user_id = pg.user_id
     match = fts_query(query)
-    windows = read.query_windows(conn, user_id, query)
+    scope = read._believed(pg.user_id, min_trust, as_of)
+    windows, ranked, boosted = _first_round(pg, query, match, scope, max(limit * 4, 20))
     if not match and not windows:
         return []
-    scope = read._believed(user_id, min_trust, as_of)
-    ranked = _ranked(pg, phrase_terms(match), _where(scope[0], len(scope[1])), scope[1],
-                     max(limit * 4, 20)) if match else []
     best = max((score for _, score, _ in ranked), default=1.0) or 1.0
     lexical = {fact.id: score / best for fact, score, _ in ranked}
-    boosted = read._entity_boost(conn, user_id, query)
     candidates = [fact for fact, _, _ in ranked]
     candidates += read._entity_candidates(conn, boosted - set(lexical), scope,
                                           max(limit * 2, 10))
@@ -233,7 +282,10 @@ def search(pg: PgConnection, query: str, *, limit: int, min_trust: float,
         relevance += 0.15 if windows and read._in_windows(fact, windows) else 0.0
         scored.append(replace(fact, score=relevance * fact.trust_score))
     scored.sort(key=lambda f: (-f.score, -f.recorded_at))
-    return read.with_entities(conn, scored[:limit])
+    top = scored[:limit]
+    named = {f.id for f in top if f.id in lexical}
+    filled = iter(read.with_entities(conn, [f for f in top if f.id not in named]))
+    return [f if f.id in named else next(filled) for f in top]
 
 
 def find_duplicate(pg: PgConnection, content: str, triple: Triple | None, speaker: str
