@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memoryport.storage.sessions.base import SessionStore
 from memoryport.storage.sessions.postgres import PostgresSessionStore
@@ -27,22 +27,48 @@ import pgserver  # the test suite's server helper
 __all__ = ["PostgresBackend"]
 
 
+def _restart_durable(dsn: str) -> None:
+    """Restart the test server with its durability settings at their defaults."""
+    root = Path(str(conninfo_to_dict(dsn)["host"]))
+    pg_ctl = pgserver.find_system_bindir() / "pg_ctl"
+    options = f"-h '' -k {root}"
+    args = [str(pg_ctl), "-w", "-D", str(root / "data"), "-l", str(root / "server.log")]
+    args += ["-m", "fast", "-o", options, "restart"]  # -l: else the server holds our pipes
+    pgserver._run_as_service_user(args)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name in ("fsync", "full_page_writes", "synchronous_commit"):
+            row = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()
+            if row is None or row[0] != "on":
+                raise RuntimeError(f"{name} is {row!r} after the restart, expected on")
+
+
+LEAKPROOF = (
+    "pg_catalog.ts_match_vq(tsvector, tsquery)",
+    "pg_catalog.texticlike(text, text)",
+    "pg_catalog.textregexeq(text, text)",
+)
+"""The functions behind ``@@``, ``ILIKE`` and ``~`` that ``leakproof=True`` marks."""
+
+
 class PostgresBackend:
     """Stores are schemas ``<label>`` in one database; sizes are relation sizes."""
 
     name = "postgres"
 
-    def __init__(self, workdir: Path, dsn: str = "", *, keep: bool = False) -> None:
+    def __init__(
+        self, workdir: Path, dsn: str = "", *, keep: bool = False, leakproof: bool = False
+    ) -> None:
         self.workdir = workdir
         self.keep = keep
+        self.leakproof = leakproof
         self.server: pgserver.PgServer | None = None
         if not dsn:
             self.server = pgserver.start_system_server()
             dsn = self.server.uri
+            _restart_durable(dsn)
             with psycopg.connect(dsn, autocommit=True) as conn:
-                for name in ("fsync", "full_page_writes", "synchronous_commit"):
-                    conn.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(name)))
-                conn.execute("SELECT pg_reload_conf()")
+                for function in LEAKPROOF if leakproof else ():
+                    conn.execute(f"ALTER FUNCTION {function} LEAKPROOF")
                 conn.execute("CREATE ROLE memoryport LOGIN")
                 conn.execute("GRANT CREATE ON DATABASE postgres TO memoryport")
             dsn = make_conninfo(dsn, user="memoryport")
@@ -86,7 +112,19 @@ class PostgresBackend:
     def describe(self) -> dict[str, Any]:
         """Engine name and version for the report."""
         version = self._sql(sql.SQL("SHOW server_version"))
-        return {"backend": "postgres", "version": str(version).split()[0]}
+        marked = self._sql(
+            sql.SQL(
+                "SELECT bool_and(proleakproof) FROM pg_proc WHERE oid = ANY(%s::regprocedure[])"
+            ),
+            (list(LEAKPROOF),),
+        )
+        fsync = self._sql(sql.SQL("SHOW fsync"))
+        return {
+            "backend": "postgres",
+            "version": str(version).split()[0],
+            "leakproof_search_operators": bool(marked),
+            "fsync": fsync,
+        }
 
     def close(self) -> None:
         """Stop the server this run started (a ``--dsn`` server is left alone)."""

@@ -9,6 +9,10 @@ started for the run (``tests/pgserver.py``) with durability back on (``fsync``,
 ``synchronous_commit``, ``full_page_writes``: the defaults a real server has). Each size
 gets its own schema; ``--reuse`` keeps it (named ``bench_<n>``) like the SQLite files.
 
+``--pg-leakproof`` marks the operators the searches filter with ``LEAKPROOF`` on the
+server the run starts, which row-level security needs before it lets an index serve them
+(see ``_bench_pg.py``). A table of discover p95 per backend and size ends the output.
+
 ``--reuse`` keeps the batched databases in ``--workdir`` and, when one already exists,
 skips both ingest runs for that size and measures latency on it (the 1M build takes
 minutes); the ingest figures are then reported as ``null``.
@@ -311,6 +315,20 @@ def _print(report: dict[str, Any]) -> None:
             )
 
 
+def _print_scaling(report: dict[str, Any]) -> None:
+    """Discover p95 (ms) of every class per backend and size, side by side."""
+    columns = [(r["backend"], r["messages"], r["latency"]) for r in report["sizes"]]
+    if len(columns) < 2:
+        return
+    heads = " ".join(f"{f'{b} {n // 1000}k':>16}" for b, n, _ in columns)
+    print(f"\ndiscover p95 ms    {heads}")
+    for name in columns[0][2]:
+        cells = " ".join(
+            f"{lat.get(name, {}).get('discover_p95_ms', ''):>16}" for *_, lat in columns
+        )
+        print(f"{name:18} {cells}")
+
+
 def _backends(args: argparse.Namespace, workdir: Path) -> list[Backend]:
     names = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
     out: list[Backend] = []
@@ -320,7 +338,9 @@ def _backends(args: argparse.Namespace, workdir: Path) -> list[Backend]:
         else:
             from _bench_pg import PostgresBackend
 
-            out.append(PostgresBackend(workdir, args.dsn, keep=args.reuse))
+            out.append(
+                PostgresBackend(workdir, args.dsn, keep=args.reuse, leakproof=args.pg_leakproof)
+            )
     return out
 
 
@@ -338,6 +358,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="sqlite")
     parser.add_argument("--dsn", default="", help="PostgreSQL to use (default: start one)")
+    parser.add_argument(
+        "--pg-leakproof",
+        action="store_true",
+        help="mark the search operators LEAKPROOF on the server this run starts (see _bench_pg)",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.reuse and args.workdir is None:
@@ -356,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
                 b.close()
     report = {"sqlite_version": __import__("sqlite3").sqlite_version, "sizes": results}
     _print(report)
+    _print_scaling(report)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2))
     return 0

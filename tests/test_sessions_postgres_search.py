@@ -1,0 +1,132 @@
+"""PostgreSQL search ranks like SQLite: context re-rank, bounded candidates, literal text.
+
+Each test fills a SQLite store and a PostgreSQL store with the same messages and runs the
+same queries on both (BM25 there, ``ts_rank_cd`` here: the test corpora are built so both
+scores order the same messages the same way).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+import pgserver
+from memoryport.storage.sessions.base import SessionStore
+from memoryport.storage.sessions.postgres import PostgresSessionStore
+from memoryport.storage.sessions.postgres.rank import RELEVANCE_WINDOW
+from memoryport.storage.sessions.sqlite import SQLiteSessionStore
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def both(pg_server: pgserver.PgServer, tmp_path: Path) -> Iterator[list[SessionStore]]:
+    pg = PostgresSessionStore(pg_server.uri, schema=pgserver.fresh_schema("rank"), pool_size=2)
+    lite = SQLiteSessionStore(tmp_path / "rank.db")
+    yield [lite, pg]
+    lite.close()
+    pg.close()
+    pgserver.drop_schema(pg_server.uri, pg.schema)
+
+
+def _fill(stores: list[SessionStore], sessions: dict[str, list[dict[str, Any]]]) -> None:
+    for store in stores:
+        for sid, messages in sessions.items():
+            store.create_session(sid, source="cli")
+            store.append_messages(sid, messages)
+
+
+def _analyze(pg_server: pgserver.PgServer, store: SessionStore) -> None:
+    """Fresh statistics, as autovacuum would soon give (the plans read them)."""
+    assert isinstance(store, PostgresSessionStore)
+    with psycopg.connect(pg_server.uri, autocommit=True) as conn:
+        conn.execute(sql.SQL("ANALYZE {}.messages").format(sql.Identifier(store.schema)))
+
+
+def _said(speaker: str, text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text, "metadata": {"speaker": speaker}}
+
+
+def test_the_context_rerank_puts_the_named_speaker_first_on_both_backends(
+    both: list[SessionStore],
+) -> None:
+    _fill(
+        both,
+        {
+            "a": [_said("Melanie", "painting painting all weekend"), _said("Melanie", "hiking")],
+            "b": [_said("Caroline", "the lake was cold"), _said("Caroline", "painting calms me")],
+        },
+    )
+    for store in both:
+        asked = store.search_messages("What did Caroline say about painting?").hits
+        assert [h.message.content for h in asked] == [
+            "painting calms me",
+            "painting painting all weekend",
+        ], type(store).__name__
+        plain = store.search_messages("painting").hits  # one word: text rank alone
+        assert [h.message.content for h in plain] == [
+            "painting painting all weekend",
+            "painting calms me",
+        ], type(store).__name__
+
+
+def test_a_neighbour_that_matches_lifts_a_short_answer_on_both_backends(
+    both: list[SessionStore],
+) -> None:
+    _fill(
+        both,
+        {
+            "q": [
+                _said("Jon", "did you go to the concert in the park"),
+                _said("Gina", "yes the concert was loud"),
+            ],
+            "r": [_said("Jon", "a concert poster"), _said("Jon", "nothing else")],
+        },
+    )
+    orders = [
+        [h.message.content for h in s.search_messages("Did Gina enjoy the concert?").hits]
+        for s in both
+    ]
+    assert orders[0] == orders[1]
+    assert orders[1][0] == "yes the concert was loud"
+
+
+def test_common_words_rank_the_newest_window_and_walk_by_time_like_sqlite(
+    pg_server: pgserver.PgServer, both: list[SessionStore]
+) -> None:
+    rng = random.Random(5)
+    total = RELEVANCE_WINDOW * 4 + 1000  # past the estimate that switches to range walks
+    doubles = {300 + 40 * i for i in range(10)} | {total - 40 * (i + 1) for i in range(10)}
+    stamps = [1.6e9 + rng.uniform(0, 1e7) for _ in range(total)]
+    messages = [
+        {
+            "role": "user",
+            "content": ("common common" if i in doubles else "common")
+            + (" what" if i % 2 else "")
+            + (" so what? fine" if i == 120 else f" word{i}"),
+            "timestamp": stamps[i],
+        }
+        for i in range(total)
+    ]
+    _fill(both, {f"s{n}": messages[n * 500 : (n + 1) * 500] for n in range(total // 500 + 1)})
+    _analyze(pg_server, both[1])
+    newest = sorted(range(total), key=lambda i: (stamps[i], i), reverse=True)[:20]
+    for store in both:
+        name = type(store).__name__
+        ranked = store.search_messages("common", limit=10).hits
+        # the newest window holds ten "common common" messages; older ones wait outside
+        assert {h.message.content.split()[-1] for h in ranked} == {
+            f"word{i}" for i in sorted(doubles)[10:]
+        }, name
+        by_time = store.search_messages("common", sort="newest", limit=20).hits
+        assert [h.message.content.split()[-1] for h in by_time] == [
+            f"word{i}" for i in newest
+        ], name
+        literal = store.search_messages("what?", limit=3).hits
+        assert literal[0].message.content.endswith("so what? fine"), name
