@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -298,3 +299,39 @@ def test_eight_processes_add_one_hundred_each_without_a_lost_update(
     assert [r.rev for r in revisions] == list(range(1, 801))
     for earlier, later in itertools.pairwise(revisions):
         assert later.before == earlier.after  # each writer saw the previous write
+
+
+_HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    import psycopg
+    uri, schema = sys.argv[1:3]
+    conn = psycopg.connect(uri)
+    conn.execute(f'SELECT 1 FROM "{schema}".curated_targets WHERE target = %s FOR UPDATE',
+                 ("memory",))
+    conn.execute(f'UPDATE "{schema}".curated_targets SET content = %s', ("half-written",))
+    print("locked", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_a_writer_killed_mid_write_leaves_nothing_and_releases_the_lock(
+    pg_server: pgserver.PgServer, pg_schema: str, tmp_path: Path
+) -> None:
+    store = CuratedMemory(tmp_path, backend=PostgresCuratedBackend(pg_server.uri, schema=pg_schema))
+    store.add("memory", "Before.")
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, pg_server.uri, pg_schema],
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    done: list[str] = []
+    waiter = threading.Thread(target=lambda: done.append(store.add("memory", "After.").message))
+    waiter.start()
+    waiter.join(0.5)
+    assert not done  # serialised behind the other writer's row lock
+    holder.kill()
+    holder.wait()
+    waiter.join(30)
+    assert done == ["Entry added."]
+    assert store.entries("memory") == ["Before.", "After."]
+    assert [r.action for r in store.history("memory")] == ["add", "add"]
