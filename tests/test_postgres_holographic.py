@@ -301,6 +301,48 @@ def test_facts_batch_sees_its_own_earlier_facts(facts: Factory) -> None:
     assert done[3].superseded == [done[2].fact.id]
 
 
+_FACTS = (
+    ("Caroline joined the LGBTQ support group in May 2023", "Caroline"),
+    ("Melanie painted a sunrise with her kids", "Melanie"),
+    ("Caroline is researching adoption agencies", "Caroline"),
+    ("Melanie runs a charity race for mental health", "Melanie"),
+    ("I prefer a flat white at the café", "Caroline"),
+    ("Melanie camped at the beach in June 2023", "Melanie"),
+    ("My favorite book is Becoming Nicole", "Caroline"),
+    ("Melanie's kids love pottery and dinosaurs", "Melanie"),
+    ("Caroline wants a career in counseling and mental health", "Caroline"),
+    ("The family went hiking in the mountains", "Melanie"),
+)
+
+
+FACT_QUERIES = (
+    "What is Caroline researching?", "mental health", "Who painted a sunrise?",
+    "What did Melanie do in June 2023?", "cafe order", "kids pottery dinosaurs",
+    "What book does Caroline like?", "Melanie",
+)
+
+
+def test_fact_search_ranks_as_on_sqlite(tmp_path: Path, pg_server: pgserver.PgServer,
+                                        schema: str) -> None:
+    """The same facts, the same order and scores (BM25 normalised, overlap, entities,
+    time windows, trust) on both backends, for every query."""
+    lite = FactStore(tmp_path / "f.db", user_id="u")
+    pg = PostgresFactStore(pg_server.uri, schema=schema, user_id="u")
+    try:
+        for n, (content, speaker) in enumerate(_FACTS):
+            for store in (lite, pg):
+                store.add(FactInput(content, speaker=speaker, valid_from=T0 + n * DAY))
+        for query in FACT_QUERIES:
+            want, got = lite.search(query), pg.search(query)
+            assert want, query
+            assert [(f.content, f.entities) for f in got] == [
+                (f.content, f.entities) for f in want], query
+            assert [f.score for f in got] == pytest.approx([f.score for f in want], rel=1e-9)
+    finally:
+        lite.close()
+        pg.close()
+
+
 # ---------------------------------------------------------------------------- the factory
 
 
