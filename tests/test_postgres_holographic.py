@@ -120,24 +120,24 @@ def pair(tmp_path: Path, pg_server: pgserver.PgServer, schema: str
     pg.close()
 
 
-@pytest.mark.parametrize("query", QUERIES)
-def test_turn_search_ranks_as_on_sqlite(pair: tuple[TurnIndex, PostgresTurnIndex],
-                                        query: str) -> None:
-    """Same hits in the same order with the same scores, and the same raw signals (BM25
-    of the turn, its neighbours and its session block; speaker, dates, events)."""
+def test_turn_search_ranks_as_on_sqlite(pair: tuple[TurnIndex, PostgresTurnIndex]) -> None:
+    """For every query: the same hits in the same order with the same scores, and the
+    same raw signals of every candidate (BM25 of the turn, its neighbours and its session
+    block; speaker, names, dates, events)."""
     lite, pg = pair
-    want = lite.search(query, limit=20)
-    got = pg.search(query, limit=20)
-    assert want, query
-    assert [h.source_id for h in got] == [h.source_id for h in want]
-    assert [h.score for h in got] == pytest.approx([h.score for h in want], rel=1e-9)
-    rows_l, parts_l = lite.candidates(query)
-    rows_p, parts_p = pg.candidates(query)
-    signals_l = {r[6]: tuple(p) for r, p in zip(rows_l, parts_l, strict=True)}
-    signals_p = {r[6]: tuple(p) for r, p in zip(rows_p, parts_p, strict=True)}
-    assert signals_p.keys() == signals_l.keys()
-    for key, values in signals_l.items():
-        assert signals_p[key] == pytest.approx(values, rel=1e-9), key
+    for query in QUERIES:
+        want = lite.search(query, limit=20)
+        got = pg.search(query, limit=20)
+        assert want, query
+        assert [h.source_id for h in got] == [h.source_id for h in want], query
+        assert [h.score for h in got] == pytest.approx([h.score for h in want], rel=1e-9)
+        rows_l, parts_l = lite.candidates(query)
+        rows_p, parts_p = pg.candidates(query)
+        signals_l = {r[6]: tuple(p) for r, p in zip(rows_l, parts_l, strict=True)}
+        signals_p = {r[6]: tuple(p) for r, p in zip(rows_p, parts_p, strict=True)}
+        assert signals_p.keys() == signals_l.keys(), query
+        for key, values in signals_l.items():
+            assert signals_p[key] == pytest.approx(values, rel=1e-9), (query, key)
 
 
 def test_turn_index_scopes_and_counts(pg_server: pgserver.PgServer, schema: str) -> None:
