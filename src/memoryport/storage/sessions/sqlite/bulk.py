@@ -132,44 +132,83 @@ def import_entries(
     on_conflict: str,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Write parsed entries inside the caller's transaction; ids are kept when free."""
+    """Write parsed entries inside the caller's transaction; ids are kept when free.
+
+    In bulk: one lookup of the sessions that exist (``error`` raises before anything is
+    written, ``skip`` leaves them, ``replace`` deletes them first), one of the message ids
+    already taken, then one ``executemany`` each for sessions, messages (a taken id, or
+    one repeated in ``entries``, gets the next free id) and event rows, and one index
+    insert for the lot.
+    """
     total = sum(len(items) for _, items in entries)
     conn.execute("PRAGMA defer_foreign_keys = ON")
-    imported = skipped = messages = 0
-    insert_message = (
-        f"INSERT INTO messages ({MESSAGE_COLUMNS.replace('m.', '')}, cjk) VALUES"
-        " (?,?,?,?,?,?,?,?,?,?,?)"
-    )
+    existing = set(_stored(conn, {session.id for session, _ in entries}))
+    if on_conflict == "error" and existing:
+        raise StoreError(f"session {sorted(existing)[0]!r} already exists")
+    picked: dict[str, tuple[SessionRecord, list[MessageRecord]]] = {}
+    skipped = 0
     for session, items in entries:
-        exists = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session.id,)).fetchone()
-        if exists and on_conflict == "error":
+        if session.id in picked and on_conflict == "error":
             raise StoreError(f"session {session.id!r} already exists")
-        if exists and on_conflict == "skip":
+        if on_conflict == "skip" and (session.id in existing or session.id in picked):
             skipped += 1
             continue
-        if exists:
-            conn.execute("DELETE FROM messages WHERE session_id = ?", (session.id,))
-            conn.execute("DELETE FROM sessions WHERE id = ?", (session.id,))
-        conn.execute(INSERT_SESSION, session_values(session))
-        events: list[EventRow] = []  # written once per session, in the same transaction
-        ids: list[int] = []
-        cjk = 0
+        picked.pop(session.id, None)  # replace: the later one wins
+        picked[session.id] = (session, items)
+    chosen, seen = list(picked.values()), set(picked)
+    replaced = json.dumps(sorted(existing & seen))
+    if existing & seen:
+        conn.execute("DELETE FROM messages WHERE session_id IN (SELECT value FROM json_each(?))",
+                     (replaced,))  # fmt: skip
+        conn.execute("DELETE FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+                     (replaced,))  # fmt: skip
+    conn.executemany(INSERT_SESSION, [session_values(session) for session, _ in chosen])
+    rows = _kept_id_rows(conn, chosen)
+    conn.executemany(_INSERT_MESSAGE_ID, rows)
+    if rows:
+        ids = sorted(r[0] for r in rows)
+        index_messages(conn, ids, cjk=any(r[-1] for r in rows))
+    events = [e for r in rows if r[3] for e in event_rows(r[0], r[3], r[4])]
+    if events:
+        conn.executemany(_INSERT_EVENT, events)
+    messages = len(rows)
+    if progress is not None and chosen:
+        progress("importing", messages, total)
+    return ImportReport(len(chosen), skipped, messages)
+
+
+_INSERT_MESSAGE_ID = (
+    f"INSERT INTO messages (id, {MESSAGE_INSERT_COLUMNS}, cjk) VALUES ({'?,' * 10}?)"
+)
+
+
+def _kept_id_rows(
+    conn: sqlite3.Connection, chosen: list[tuple[SessionRecord, list[MessageRecord]]]
+) -> list[tuple[Any, ...]]:
+    """Insert rows with explicit ids: each message's own id when it is free (not stored,
+    not used earlier in ``chosen``), else the next id past every stored and kept one."""
+    wanted = [m.id for _, items in chosen for m in items]
+    taken = {int(r[0]) for r in conn.execute(
+        "SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(wanted),))}  # fmt: skip
+    high = conn.execute(
+        "SELECT max(coalesce((SELECT max(id) FROM messages), 0),"
+        " coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'messages'), 0))"
+    ).fetchone()[0]
+    high = max([int(high), *wanted])
+    rows = []
+    for session, items in chosen:
         for m in items:
-            taken = conn.execute("SELECT 1 FROM messages WHERE id = ?", (m.id,)).fetchone()
-            values = message_values(session.id, m, m.timestamp)
-            flag = int(has_cjk(m.content))
-            cursor = conn.execute(insert_message, (None if taken else m.id, *values, flag))
-            ids.append(int(cursor.lastrowid or 0))
-            cjk |= flag
-            events.extend(event_rows(ids[-1], m.content, m.timestamp))
-        index_messages(conn, ids, cjk=bool(cjk))
-        if events:
-            conn.executemany("INSERT INTO message_events VALUES (?, ?, ?, ?, ?)", events)
-        imported += 1
-        messages += len(items)
-        if progress is not None:
-            progress("importing", messages, total)
-    return ImportReport(imported, skipped, messages)
+            if m.id in taken:
+                high += 1
+                message_id = high
+            else:
+                message_id = m.id
+            taken.add(message_id)
+            content = m.content
+            flag = 0 if content.isascii() or not has_cjk(content) else 1
+            rows.append((message_id, *message_values(session.id, m, m.timestamp), flag))
+    return rows
 
 
 _EMPTY = (
@@ -295,14 +334,15 @@ _INSERT_EVENT = "INSERT INTO message_events VALUES (?, ?, ?, ?, ?)"
 
 
 def _json(value: Any) -> str | None:
-    return None if value in (None, {}, []) else _encode(value)
+    """``rows.dump_json`` for the values it is given here (None, a dict or a list)."""
+    return _encode(value) if value else None
 
 
 def _message_rows(sid: str, items: Sequence[MessageInput], now: float) -> list[tuple[Any, ...]]:
     return [
         (sid, m.role, m.content, now if m.timestamp is None else m.timestamp,
          m.tool_name, _json(m.tool_calls), m.tool_call_id, m.reasoning, _json(m.metadata),
-         1 if has_cjk(m.content) else 0)
+         0 if m.content.isascii() or not has_cjk(m.content) else 1)
         for m in items
     ]  # fmt: skip
 
