@@ -113,7 +113,8 @@ class PostgresTurnIndex(base.TurnIndex):
             with self._pg.cursor() as cur:
                 if not write:
                     return fn(cur)
-                with self._pg.transaction():
+                # pipelined: statements whose results are not read go out together
+                with self._pg.pipeline(), self._pg.transaction():
                     return fn(cur)
         except psycopg.Error as exc:
             raise StoreError(f"turn index {what} failed on {self.path}: {exc}") from exc
@@ -230,23 +231,24 @@ class PostgresTurnIndex(base.TurnIndex):
             bag_sum, length = blocks.get((row[1], row[2] // BLOCK_TURNS), (Counter(), 0))
             bag_sum.update(bag)
             blocks[(row[1], row[2] // BLOCK_TURNS)] = (bag_sum, length + row[9])
-        new_blocks, tokens = 0, 0
         for (session, number), (bag, length) in blocks.items():
-            found = cur.execute(self._q(
-                "INSERT INTO {s}.turn_blocks(user_id, session_id, block, length)"
-                " VALUES (%s, %s, %s, %s) ON CONFLICT (user_id, session_id, block) DO UPDATE"
-                " SET length = turn_blocks.length + excluded.length"
-                " RETURNING id, (xmax = 0)"), (user, session, number, length)).fetchone()
-            block_id, created = int(found[0]), bool(found[1])  # type: ignore[index]
-            new_blocks += created
-            tokens += length
+            # one statement per block, nothing read back (a pipelined write does not wait)
             cur.execute(self._q(
-                "INSERT INTO {s}.block_terms(user_id, term, block_id, tf) SELECT %s, term, %s, tf"
-                " FROM unnest(%s::text[], %s::int[]) AS x(term, tf)"
+                "WITH b AS (INSERT INTO {s}.turn_blocks(user_id, session_id, block, length)"
+                " VALUES (%(u)s, %(session)s, %(block)s, %(length)s)"
+                " ON CONFLICT (user_id, session_id, block) DO UPDATE"
+                " SET length = turn_blocks.length + excluded.length RETURNING id, xmax = 0 AS new),"
+                " t AS (INSERT INTO {s}.block_terms(user_id, term, block_id, tf)"
+                " SELECT %(u)s, x.term, b.id, x.tf FROM b,"
+                " unnest(%(terms)s::text[], %(tfs)s::int[]) AS x(term, tf)"
                 " ON CONFLICT (user_id, term, block_id) DO UPDATE"
-                " SET tf = block_terms.tf + excluded.tf"),
-                (user, block_id, list(bag), list(bag.values())))
-        self._add_stats(cur, user, "block", new_blocks, tokens)
+                " SET tf = block_terms.tf + excluded.tf)"
+                " INSERT INTO {s}.term_stats(user_id, kind, docs, tokens)"
+                " SELECT %(u)s, 'block', b.new::int, %(length)s FROM b"
+                " ON CONFLICT (user_id, kind) DO UPDATE SET docs = term_stats.docs"
+                " + excluded.docs, tokens = term_stats.tokens + excluded.tokens"),
+                {"u": user, "session": session, "block": number, "length": length,
+                 "terms": list(bag), "tfs": list(bag.values())})
 
     # ------------------------------------------------------------------ the queries of candidates()
     def candidates(self, query: str, *, user_id: str | None = None
