@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from memoryport.admin.storage import copy_sessions
+from memoryport.admin.storage_curated import copy_curated
 from memoryport.cli._common import echo_json, get_home, home_option, json_option, plural
 from memoryport.cli.sessions_common import progress_bar
 from memoryport.config import set_value
@@ -46,7 +47,7 @@ def copy_command(
 
     Safe to run again after an interruption: each chunk lands whole, and with the
     default --on-conflict skip the sessions already copied are skipped. Curated memory
-    and the fact store stay files in the home.
+    (MEMORY.md/USER.md with their history) is copied too; the fact store stays files.
     """
     root = get_home(home=home)
     try:
@@ -57,14 +58,17 @@ def copy_command(
                 on_conflict=on_conflict,  # type: ignore[arg-type]
                 progress=None if progress is None else lambda d, t: progress("copying", d, t),
             )
+        curated = copy_curated(root, dsn)  # MEMORY.md/USER.md with history, before a switch
         if switch:
             set_value(root, "storage.backend", "postgres")
             set_value(root, "storage.dsn", dsn)
     except MemoryportError as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
-        echo_json({**report.__dict__, "switched": switch})
+        echo_json({**report.__dict__, "curated": curated.__dict__, "switched": switch})
         return
+    click.echo(f"copied curated memory: {plural(curated.targets, 'target')}, "
+               f"{plural(curated.revisions, 'revision')}; skipped {len(curated.skipped)}")
     click.echo(
         f"copied {plural(report.sessions, 'session')} ({plural(report.messages, 'message')})"
         f" to {report.target}; skipped {plural(report.skipped, 'session')} already there"

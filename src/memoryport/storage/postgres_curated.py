@@ -92,6 +92,28 @@ class PostgresCuratedBackend:
         return [(owner, target, text, kept.get((owner, target), []))
                 for owner, target, text in rows]  # fmt: skip
 
+    def load(self, owner: str, target: str, text: str, revisions: Sequence[Revision]) -> bool:
+        """Store one target copied from files: its text and its revisions as they are
+        (numbers, times, provenance), in one transaction. False (nothing written) when
+        the database already holds that target or any revision of it."""
+        db = database(self.dsn, self.schema, "*")
+        key = (self.profile, owner, target)
+        probe = db.q(f"SELECT 1 FROM {{s}}.curated_targets WHERE {_KEY} UNION ALL "
+                     f"SELECT 1 FROM {{s}}.curated_history WHERE {_KEY} LIMIT 1")  # fmt: skip
+        create = db.q("INSERT INTO {s}.curated_targets(profile, user_id, target, content, "
+                      f"last_rev, written_xid, updated_at) VALUES (%s,%s,%s,%s,%s,{_XID},%s)")
+        insert = db.q(PgHistory.INSERT)
+
+        def work(cur: Cursor) -> bool:
+            if cur.execute(probe, (*key, *key)).fetchone() is not None:
+                return False
+            last = max((r.rev for r in revisions), default=0)
+            cur.execute(create, (*key, text, last, time.time()))
+            cur.executemany(insert, [_row(key, r) for r in revisions])
+            return True
+
+        return db.run(work, _error)
+
     def open_target(self, place: TargetPlace) -> tuple[TargetFile, RevisionLog]:
         """The row of ``place``'s target and its history, on a connection scoped to
         ``place.scope`` (row-level security)."""
@@ -195,6 +217,14 @@ class PgHistory:
                        "AND ts < %s"),
             (*self._key, last_rev - self.max_revisions, cutoff),
         )  # fmt: skip
+
+
+def _row(key: tuple[str, str, str], r: Revision) -> tuple[Any, ...]:
+    """The ``PgHistory.INSERT`` parameters of a revision kept as it is."""
+    origin = r.provenance
+    return (*key, r.rev, r.ts, r.action, origin.source, origin.session_id, origin.tool_call_id,
+            origin.user_id, r.before, r.after, json.dumps(list(r.changes), ensure_ascii=False),
+            r.restored_from)  # fmt: skip
 
 
 def _revision(row: Sequence[Any]) -> Revision:
