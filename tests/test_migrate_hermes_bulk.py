@@ -4,6 +4,7 @@ then a re-run giving exactly the full import once, the index searchable afterwar
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import sqlite3
@@ -171,3 +172,57 @@ def test_prefetch_passes_items_errors_and_stops_its_thread() -> None:
     count = len(produced)
     time.sleep(0.1)
     assert len(produced) == count and count <= 3
+
+
+def test_sync_sessions_creates_grows_and_refuses_an_unknown_parent(tmp_path: Path) -> None:
+    from memoryport.errors import SessionNotFound
+    from memoryport.storage.sessions.records import MessageInput, SessionRecord
+
+    with open_store(tmp_path / "home") as store:
+        root = SessionRecord(id="r", source="cli", user_id="ana", started_at=10.0, title="R")
+        child = SessionRecord(id="c", source="cli", parent_session_id="r", started_at=20.0)
+        said = [MessageInput("user", "hello lisbon", timestamp=11.0),
+                MessageInput("assistant", "ok", timestamp=12.0)]  # fmt: skip
+        first = store.sync_sessions([(root, said), (child, said[:1])])
+        assert (first.sessions_created, first.messages_created) == (2, 3)
+        assert store.get_session("c").user_id == "ana"  # inherited from its parent
+        assert store.get_session("r").last_active_at == 12.0
+        more = [*said, MessageInput("user", "and porto", timestamp=30.0)]
+        again = store.sync_sessions([(root, more), (child, said[:1])])
+        assert (again.sessions_grown, again.messages_appended, again.sessions_unchanged) == (
+            1, 1, 1)  # fmt: skip
+        assert [m.content for m in store.get_messages("r")][-1] == "and porto"
+        orphan = SessionRecord(id="o", source="cli", parent_session_id="gone", started_at=1.0)
+        with pytest.raises(SessionNotFound, match="gone"):
+            store.sync_sessions([(SessionRecord(id="x", source="cli"), said), (orphan, said)])
+        with pytest.raises(SessionNotFound):
+            store.get_session("x")  # the whole batch was rolled back
+        assert store.search_messages("porto").hits[0].message.session_id == "r"
+        store.check_index()
+
+
+def test_archive_import_keeps_free_ids_and_renumbers_taken_ones(tmp_path: Path) -> None:
+    from memoryport.storage.sessions.records import MessageInput
+
+    with open_store(tmp_path / "a") as a, open_store(tmp_path / "b") as b:
+        a.create_session("s1", source="cli")
+        a.append_messages("s1", [MessageInput("user", f"apple {k}") for k in range(3)])
+        out = io.StringIO()
+        a.export_jsonl(out)
+        lines = out.getvalue().splitlines()
+        b.create_session("other", source="cli")
+        b.append_messages("other", [MessageInput("user", "pear")])  # takes id 1
+        report = b.import_jsonl(lines)
+        assert (report.sessions_imported, report.messages_imported) == (1, 3)
+        ids = [m.id for m in b.get_messages("s1")]
+        assert ids == sorted(ids) and 1 not in ids  # id 1 was taken: renumbered in order
+        assert [m.content for m in b.get_messages("s1")] == ["apple 0", "apple 1", "apple 2"]
+        assert len(b.search_messages("apple").hits) == 3
+        assert b.import_jsonl(lines).sessions_skipped == 1
+        b.check_index()
+    with open_store(tmp_path / "c") as c:
+        c.import_jsonl(lines)
+        assert [m.id for m in c.get_messages("s1")] == [1, 2, 3]  # free: kept
+        c.append_messages("s1", [MessageInput("user", "apple 3")])
+        assert [m.id for m in c.get_messages("s1")] == [1, 2, 3, 4]
+        c.check_index()

@@ -185,8 +185,9 @@ _INSERT_MESSAGE_ID = (
 def _kept_id_rows(
     conn: sqlite3.Connection, chosen: list[tuple[SessionRecord, list[MessageRecord]]]
 ) -> list[tuple[Any, ...]]:
-    """Insert rows with explicit ids: each message's own id when it is free (not stored,
-    not used earlier in ``chosen``), else the next id past every stored and kept one."""
+    """Insert rows with explicit ids: a session's own message ids when all are free (not
+    stored, not used earlier in ``chosen``), else the next ids past every stored and
+    wanted one, in the session's order (messages are ordered by id)."""
     wanted = [m.id for _, items in chosen for m in items]
     taken = {int(r[0]) for r in conn.execute(
         "SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?))",
@@ -198,13 +199,14 @@ def _kept_id_rows(
     high = max([int(high), *wanted])
     rows = []
     for session, items in chosen:
-        for m in items:
-            if m.id in taken:
-                high += 1
-                message_id = high
-            else:
-                message_id = m.id
-            taken.add(message_id)
+        own = [m.id for m in items]
+        if taken.isdisjoint(own) and own == sorted(set(own)):
+            numbers = own
+        else:  # renumber the whole session past everything: its order stays
+            numbers = list(range(high + 1, high + 1 + len(items)))
+            high += len(items)
+        taken.update(numbers)
+        for message_id, m in zip(numbers, items, strict=True):
             content = m.content
             flag = 0 if content.isascii() or not has_cjk(content) else 1
             rows.append((message_id, *message_values(session.id, m, m.timestamp), flag))
