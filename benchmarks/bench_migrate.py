@@ -10,7 +10,9 @@ before), then, each step in a fresh child process so its peak RSS is its own:
 1. ``migrate_hermes`` into an empty home (goal: >= 20,000 messages/s, bounded memory);
 2. the same again (idempotence: imports nothing);
 3. ``export_home`` of that home (archive size vs the Hermes ``state.db``);
-4. ``import_archive`` of the archive into another empty home.
+4. ``import_archive`` of the archive into another empty home;
+
+and the round trip (3 + 4: time, peak RSS, archive size vs ``state.db``).
 
 Each step reports wall seconds and the CPU seconds of its process (on a shared machine
 the wall clock mostly measures the other load). Prints a table and writes
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import shutil
@@ -195,6 +198,10 @@ def report(args: argparse.Namespace, build_s: float, db_mb: float, first: dict[s
     """Print the table and write the JSON."""
     n = args.messages
     archive_mb = archive.stat().st_size / 1e6
+    round_trip = {"seconds": round(exported["seconds"] + imported["seconds"], 2),
+                  "cpu": round(exported["cpu_seconds"] + imported["cpu_seconds"], 2),
+                  "peak_rss_mb": max(exported["peak_rss_mb"], imported["peak_rss_mb"]),
+                  "archive_vs_state_db": round(archive_mb / db_mb, 3)}  # fmt: skip
     rows = [
         {"step": "build Hermes state.db", "seconds": round(build_s, 1), "msg/s": "",
          "msg/CPU-s": "", "peak RSS MB": "", "note": f"{db_mb:.1f} MB"},
@@ -213,12 +220,17 @@ def report(args: argparse.Namespace, build_s: float, db_mb: float, first: dict[s
          "msg/s": round(n / imported["seconds"]),
          "msg/CPU-s": round(n / imported["cpu_seconds"]), "peak RSS MB": imported["peak_rss_mb"],
          "note": f"{imported.get('messages', 0)} messages"},
+        {"step": "round trip (export + import)", "seconds": round_trip["seconds"],
+         "msg/s": round(n / round_trip["seconds"]), "msg/CPU-s": round(n / round_trip["cpu"]),
+         "peak RSS MB": round_trip["peak_rss_mb"],
+         "note": f"archive {archive_mb:.1f} MB vs state.db {db_mb:.1f} MB"},
     ]  # fmt: skip
     print_table(f"Hermes import and export/import round trip, {n:,} messages", rows)
     path = write_json("bench_migrate", {
         "messages": n, "per_session": args.per_session, "state_db_mb": round(db_mb, 1),
         "archive_mb": round(archive_mb, 1), "build_s": round(build_s, 1),
         "migrate": first, "migrate_again": again, "export": exported, "import": imported,
+        "round_trip": round_trip, "load_average": [round(x, 2) for x in os.getloadavg()],
         "goal_msg_s": 20_000, "rows": rows,
     })  # fmt: skip
     print(f"\nwrote {path}")
