@@ -1,4 +1,5 @@
-"""Move a home's curated memory into PostgreSQL (part of ``memoryport storage copy``).
+"""Move a home's curated memory and audit log into PostgreSQL (part of ``memoryport
+storage copy``).
 
 ``copy_curated(home, dsn)`` stores every curated file under ``<home>/memories``
 (``MEMORY.md``, ``USER.md``, ``users/<id>/...``) as the row ``storage.backend: postgres``
@@ -6,6 +7,10 @@ reads for this home's profile, with its revision history as it is (numbers, time
 provenance), so ``memory history``/``restore``/``why`` keep working after the switch.
 A target the database already holds is skipped (a rerun copies nothing twice). The files
 are left in place.
+
+``copy_audit(home, dsn)`` copies ``<home>/audit.db`` (events, the retention setting and
+turns held while writes are paused) into the profile's ``audit_*`` rows, unless the
+database already has audit rows for this profile.
 
 A per-user directory whose name is a hash (``<cleaned>.<sha256 prefix>``, for user ids
 that are not safe directory names) is matched back to its user id through the user ids
@@ -19,10 +24,11 @@ from pathlib import Path
 
 from memoryport.config import profile_name
 from memoryport.providers.curated.store import safe_user_id
+from memoryport.storage.audit import DB_NAME, AuditLog
 from memoryport.storage.history import HistoryLog, Revision
 from memoryport.storage.markdown import MarkdownFile
 
-__all__ = ["CuratedCopyReport", "copy_curated"]
+__all__ = ["CuratedCopyReport", "copy_audit", "copy_curated"]
 
 _TARGETS = {"MEMORY.md": "memory", "USER.md": "user"}
 
@@ -83,3 +89,30 @@ def copy_curated(home: Path, dsn: str, *, schema: str = "memoryport") -> Curated
         targets += 1
         revisions += len(kept)
     return CuratedCopyReport(targets, revisions, skipped)
+
+
+def copy_audit(home: Path, dsn: str, *, schema: str = "memoryport") -> int:
+    """Copy ``<home>/audit.db`` into the database at ``dsn``; return the events copied
+    (0 without an audit file, or when the database already has this profile's rows)."""
+    path = home / DB_NAME
+    if not path.is_file():
+        return 0
+    from memoryport.storage.postgres_audit import PostgresAuditLog
+
+    target = PostgresAuditLog(dsn, schema=schema, profile=profile_name(home), path=path)
+    if target.count() or target.held_count():
+        return 0
+    source = AuditLog(path)
+    try:
+        target.set_retention_days(source.retention_days())
+        events = source.events(limit=source.count() + 1)
+        for event in reversed(events):  # oldest first, so ids keep their order
+            target.append(shell=event.shell, kind=event.kind, action=event.action,
+                          target=event.target, session_id=event.session_id,
+                          user_id=event.user_id, revision=event.revision,
+                          detail=event.detail, ts=event.ts)  # fmt: skip
+        for held in source.held():  # left in the file too: after the switch it is not read
+            target.hold(held.user_id, held.session_id, held.payload)
+    finally:
+        source.close()
+    return len(events)

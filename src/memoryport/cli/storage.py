@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from memoryport.admin.storage import copy_sessions
-from memoryport.admin.storage_curated import copy_curated
+from memoryport.admin.storage_curated import copy_audit, copy_curated
 from memoryport.cli._common import echo_json, get_home, home_option, json_option, plural
 from memoryport.cli.sessions_common import progress_bar
 from memoryport.config import set_value
@@ -47,7 +47,8 @@ def copy_command(
 
     Safe to run again after an interruption: each chunk lands whole, and with the
     default --on-conflict skip the sessions already copied are skipped. Curated memory
-    (MEMORY.md/USER.md with their history) is copied too; the fact store stays files.
+    (MEMORY.md/USER.md with their history) and the audit log are copied too; the fact
+    store stays files.
     """
     root = get_home(home=home)
     try:
@@ -59,16 +60,19 @@ def copy_command(
                 progress=None if progress is None else lambda d, t: progress("copying", d, t),
             )
         curated = copy_curated(root, dsn)  # MEMORY.md/USER.md with history, before a switch
+        audit_events = copy_audit(root, dsn)
         if switch:
             set_value(root, "storage.backend", "postgres")
             set_value(root, "storage.dsn", dsn)
     except MemoryportError as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
-        echo_json({**report.__dict__, "curated": curated.__dict__, "switched": switch})
+        echo_json({**report.__dict__, "curated": curated.__dict__,
+                   "audit_events": audit_events, "switched": switch})
         return
     click.echo(f"copied curated memory: {plural(curated.targets, 'target')}, "
-               f"{plural(curated.revisions, 'revision')}; skipped {len(curated.skipped)}")
+               f"{plural(curated.revisions, 'revision')}; skipped {len(curated.skipped)}; "
+               f"audit log: {plural(audit_events, 'event')}")
     click.echo(
         f"copied {plural(report.sessions, 'session')} ({plural(report.messages, 'message')})"
         f" to {report.target}; skipped {plural(report.skipped, 'session')} already there"

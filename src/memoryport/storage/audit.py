@@ -217,6 +217,11 @@ class AuditLog:
         """True when a sync is held for ``user_id`` (a cheap read; no write lock)."""
         return bool(self._run("SELECT 1 FROM held_syncs WHERE user_id = ? LIMIT 1", (user_id,)))
 
+    def held(self) -> list[HeldSync]:
+        """Every held sync, oldest first, left in place (for copying the log elsewhere)."""
+        rows = self._run("SELECT id, ts, user_id, session_id, payload FROM held_syncs ORDER BY id")
+        return [HeldSync(r[0], r[1], r[2], r[3], json.loads(r[4])) for r in rows]
+
     def claim_held(self, user_id: str) -> list[HeldSync]:
         """Take (delete and return, oldest first, one transaction) the syncs held for
         ``user_id``: a concurrent claimer gets none of them."""
