@@ -13,7 +13,7 @@ import uuid
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import psycopg
 import pytest
@@ -28,6 +28,7 @@ from memoryport.storage.facts.store import FactStore
 from memoryport.storage.turns import TurnIndex, TurnInput
 from memoryport.storage.turns.postgres import PostgresTurnIndex
 from memoryport.storage.turns.postgres_terms import phrase_terms, terms
+from memoryport.testing import ProviderConformance
 
 pytestmark = pytest.mark.postgres
 
@@ -425,3 +426,23 @@ def test_doctor_checks_the_fact_and_turn_tables(pg_server: pgserver.PgServer,
     PostgresTurnIndex(pg_server.uri, schema=schema, dense=False).close()
     PostgresFactStore(pg_server.uri, schema=schema).close()
     assert finding() == ("ok", "user_scope enforced on 13 tables; vectors: pgvector")
+
+
+class TestHolographicOnPostgresConforms(ProviderConformance):
+    """The whole provider conformance kit with ``storage.backend: postgres`` (a profile
+    home per test, so each test has its own schema)."""
+
+    @pytest.fixture
+    def home(self, tmp_path: Path, pg_server: pgserver.PgServer) -> Iterator[Path]:
+        """A profile home whose config.yaml puts the stores on the test server."""
+        path = tmp_path / "profiles" / f"c{uuid.uuid4().hex[:10]}"
+        path.mkdir(parents=True)
+        (path / "config.yaml").write_text(
+            f"storage:\n  backend: postgres\n  dsn: '{pg_server.uri}'\n")
+        yield path
+        pgserver.drop_schema(pg_server.uri, schema_for(path.name))
+
+    def make_provider(self, home: Path) -> Any:
+        from memoryport.providers.holographic import HolographicProvider
+
+        return HolographicProvider()
