@@ -11,11 +11,14 @@ the policies.
 
 from __future__ import annotations
 
+import statistics
 import sys
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -24,7 +27,7 @@ from psycopg.conninfo import make_conninfo
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import pgserver  # the test suite's server helper
 
-__all__ = ["postgres_dsn"]
+__all__ = ["postgres_dsn", "scale"]
 
 
 @contextmanager
@@ -47,3 +50,50 @@ def postgres_dsn(dsn: str = "") -> Iterator[str]:
         yield make_conninfo(server.uri, user=role)
     finally:
         server.stop()
+
+
+def scale(data: list[dict[str, Any]], sessions_of: Callable[..., Any], total: int,
+          dsn: str) -> dict[str, Any]:
+    """``_locomo_holo.scale`` on PostgreSQL: ``total`` turns (the dev turns repeated under
+    new session ids, 40 users) in one schema, one ``add_turns`` per turn; ingest rate,
+    query p50/p95 (300 questions) and bytes per turn (tables and indexes)."""
+    from memoryport.storage.turns import TurnInput
+    from memoryport.storage.turns.postgres import PostgresTurnIndex
+
+    sessions = [s for conv in data for s in sessions_of(conv)]
+    questions = [str(qa["question"]) for conv in data for qa in conv["qa"]][:300]
+    schema = f"scale_{uuid.uuid4().hex[:8]}"
+    index = PostgresTurnIndex(dsn, schema=schema)
+    stored, copy, spent = 0, 0, 0.0
+    while stored < total:
+        for started, turns in sessions:
+            for t in turns[: total - stored]:
+                row = TurnInput(f"c{copy}", str(t["speaker"]), str(t["text"]), started,
+                                str(t["dia_id"]), f"u{copy % 40}")
+                start = time.perf_counter()
+                index.add_turns([row])
+                spent += time.perf_counter() - start
+                stored += 1
+            copy += 1
+            if stored >= total:
+                break
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table in ("turns", "turn_terms", "turn_blocks", "block_terms", "term_stats"):
+            conn.execute(sql.SQL("ANALYZE {}.{}").format(sql.Identifier(schema),
+                                                         sql.Identifier(table)))
+        size = conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN"
+            " pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s"
+            " AND c.relkind = 'r'", (schema,)).fetchone()
+    latencies = []
+    for n, q in enumerate(questions):
+        start = time.perf_counter()
+        index.search(q, limit=10, user_id=f"u{n % 40}")
+        latencies.append((time.perf_counter() - start) * 1000)
+    index.close()
+    ordered = sorted(latencies)
+    return {"turns": stored, "ingest_turns_per_s": round(stored / spent),
+            "ingest_ms_per_turn": round(spent * 1000 / stored, 3),
+            "query_ms": {"p50": round(statistics.median(ordered), 3),
+                         "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3)},
+            "bytes_per_turn": round(int(size[0] if size else 0) / stored)}

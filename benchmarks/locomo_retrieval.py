@@ -243,17 +243,21 @@ def _print(report: dict[str, Any]) -> None:
         )
 
 
-def _run_postgres(backend: str, data: Path, dsn: str) -> dict[str, Any]:
+def _run_postgres(backend: str, data: Path, dsn: str, scale: int = 0) -> dict[str, Any]:
     """``run`` with the provider's stores on PostgreSQL (as an ordinary role, so row-level
     security applies), and on SQLite beside it under ``"sqlite"``."""
-    from _locomo_pg import postgres_dsn
+    import _locomo_pg
 
-    with postgres_dsn(dsn) as server_dsn:
+    with _locomo_pg.postgres_dsn(dsn) as server_dsn:
         _holo.STORAGE_DSN = server_dsn
         try:
             report = run(backend, data)
         finally:
             _holo.STORAGE_DSN = ""
+        if scale:
+            report["scale_postgres"] = _locomo_pg.scale(
+                json.loads(data.read_text()), sessions_of, scale, server_dsn)
+            print("scale (postgres):", json.dumps(report["scale_postgres"]))
     report["storage"] = "postgres"
     report["sqlite"] = run(backend, data)
     return report
@@ -279,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
             "relative to the repository)."
         )
     if args.storage == "postgres":
-        report = _run_postgres(args.backend, args.data, args.dsn)
+        report = _run_postgres(args.backend, args.data, args.dsn, args.scale)
     else:
         report = run(args.backend, args.data)
     _print(report)
