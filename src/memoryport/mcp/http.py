@@ -13,9 +13,12 @@ import importlib.util
 import ipaddress
 import json
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoryport.mcp.server import MemoryServer
+
+if TYPE_CHECKING:
+    import uvicorn
 
 __all__ = [
     "BearerAuth",
@@ -119,7 +122,9 @@ def http_parser() -> str:
     return "httptools" if importlib.util.find_spec("httptools") else "h11"
 
 
-def http_config(server: MemoryServer, *, host: str, port: int, path: str = "/mcp") -> Any:
+def http_config(
+    server: MemoryServer, *, host: str, port: int, path: str = "/mcp"
+) -> uvicorn.Config:
     """The ``uvicorn.Config`` :func:`serve_http` runs (``LoopbackError`` as for
     :func:`http_app`)."""
     import uvicorn
