@@ -22,7 +22,6 @@ from memoryport.storage.sessions.records import MessageInput
 __all__ = [
     "HermesDB",
     "message_reader",
-    "message_record",
     "session_record",
 ]
 
@@ -51,11 +50,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-_MESSAGES_SQL = "SELECT * FROM messages WHERE session_id = ? ORDER BY id"
-
-
 class HermesDB:
-    """One Hermes ``state.db``, open read-only. Use as a context manager."""
+    """One Hermes ``state.db``, open read-only. Use as a context manager.
+
+    The connection may be handed to another thread (the import's reader thread), one
+    thread at a time."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -149,15 +148,9 @@ class HermesDB:
         row = self._fetch("SELECT * FROM sessions WHERE id = ?", session_id)[0]
         return dict(zip(self.session_columns, row, strict=False))
 
-    def messages(self, session_id: str) -> list[dict[str, Any]]:
-        """Every column of each message of one session, in id order."""
-        rows = self._fetch(_MESSAGES_SQL, session_id)
-        columns = self.message_columns
-        return [dict(zip(columns, row, strict=False)) for row in rows]
-
     def message_inputs(self, session_id: str) -> list[MessageInput]:
-        """The messages of one session, in id order, as the store takes them (the
-        mapping of :func:`message_record`, straight from the row tuples)."""
+        """The messages of one session, in id order, as the store takes them
+        (:func:`message_reader`)."""
         if self._reader is None:
             self._reader = message_reader(self.message_columns)
         sql, convert = self._reader
@@ -188,37 +181,21 @@ def _tool_calls(raw: Any, extra: dict[str, Any]) -> list[Any] | None:
     return None
 
 
-def message_record(row: dict[str, Any]) -> dict[str, Any]:
-    """A ``MessageRecord`` dict (the export shape) for one Hermes message row."""
-    extra = _extra(row, _MESSAGE_FIELDS)
-    extra["id"] = int(row["id"])  # the store numbers messages itself
-    reasoning = row.get("reasoning") or row.get("reasoning_content")
-    if reasoning and not row.get("reasoning"):
-        extra.pop("reasoning_content", None)
-    content = row.get("content")
-    return {
-        "id": int(row["id"]),
-        "session_id": str(row["session_id"]),
-        "role": str(row.get("role") or "user"),
-        "content": "" if content is None else str(_plain(content)),
-        "timestamp": float(row.get("timestamp") or 0.0),
-        "tool_name": row.get("tool_name") or None,
-        "tool_calls": _tool_calls(row.get("tool_calls"), extra),
-        "tool_call_id": row.get("tool_call_id") or None,
-        "reasoning": str(reasoning) if reasoning else None,
-        "metadata": {"hermes": extra} if extra else {},
-    }
-
-
 _CORE = ("id", "role", "content", "timestamp", "tool_name", "tool_calls", "tool_call_id",
          "reasoning", "reasoning_content")  # fmt: skip
 
 
 def message_reader(columns: Sequence[str]) -> tuple[str, Callable[[Sequence[Any]], MessageInput]]:
     """The query (one session's messages, ``?`` = its id) and the row conversion for a
-    ``messages`` table with ``columns``: the mapping of :func:`message_record`, with every
-    column position fixed by the query (a missing core column reads as NULL), so a row
-    converts without a dict."""
+    ``messages`` table with ``columns``, every column position fixed by the query (a
+    missing core column reads as NULL) so a row converts without a dict.
+
+    Role (``user`` when empty), content, timestamp, tool name, call id, tool calls (parsed
+    JSON; a single object becomes a list; text that is not a JSON list or object is kept
+    as ``metadata["hermes"]["tool_calls"]``) and reasoning (``reasoning``, else
+    ``reasoning_content``) fill the message's fields; every other non-empty column, and
+    the Hermes id (the store numbers messages itself), go under ``metadata["hermes"]``.
+    """
     have = set(columns)
     extras = [name for name in columns if name not in _MESSAGE_FIELDS]
     select = [f'"{n}"' if n in have else "NULL" for n in _CORE] + [f'"{n}"' for n in extras]
