@@ -6,9 +6,10 @@ A :class:`~memoryport.storage.turns.index.TurnIndex` whose storage is a PostgreS
 only the queries behind them are PostgreSQL's. BM25 is FTS5's, over postings cut by FTS5's
 own tokenizer (:mod:`.postgres_terms`), so a query finds the same turns on both backends.
 
-One connection behind a lock, as the SQLite index; every call is one transaction scoped
-to its user by row-level security (:func:`.postgres_schema.set_scope`). A write is all or
-nothing: turns, postings, blocks, statistics, events and vectors commit together.
+One connection behind a lock, as the SQLite index, scoped by row-level security to the
+user of each call (:func:`.postgres_schema.set_scope`). A search is one statement
+(:mod:`.postgres_query`); a write is one pipelined transaction, all or nothing: turns,
+postings, blocks, statistics, events and vectors commit together.
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ class PostgresTurnIndex(base.TurnIndex):
         row = cur.execute(
             "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
             " WHERE a.attrelid = to_regclass(%s) AND a.attname = 'vec'",
-            (f"{self.schema}.turn_vectors",)).fetchone()
+            (sql.Identifier(self.schema, "turn_vectors").as_string(cur),)).fetchone()
         return str(row[0]) if row else "bytea"
 
     def close(self) -> None:
