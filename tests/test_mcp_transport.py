@@ -410,3 +410,34 @@ def test_stdio_from_a_regular_file_is_served_too(tmp_path: Path) -> None:
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def test_stdio_sigterm_stops_cleanly_and_ends_the_session(tmp_path: Path) -> None:
+    import signal
+
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "remember_turn", "arguments": {"user": "hi there", "assistant": "hello"}}},
+    ]
+    proc = subprocess.Popen([*CLI, "--home", str(tmp_path), "serve"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write("\n".join(json.dumps(line) for line in lines) + "\n")
+        proc.stdin.flush()
+        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert json.loads(replies[1]["result"]["content"][0]["text"])["success"] is True
+    with memoryport.open(tmp_path) as memory:
+        rows = memory.sessions.list_sessions()
+        assert [row.session.end_reason for row in rows] == ["close"]
+        assert [m["content"] for m in memory.session_messages(rows[0].session.id)] == [
+            "hi there", "hello"]
