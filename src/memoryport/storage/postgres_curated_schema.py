@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -172,28 +173,29 @@ LOCK_TIMEOUT_MS = 10_000
 """How long a writer waits for another host's writer of the same target."""
 POOL_TIMEOUT_S = 10.0
 """How long a call waits for a connection (a server that went away fails this fast)."""
-_DATABASES: dict[tuple[str, str, str], Database] = {}
-_DATABASES_LOCK = threading.Lock()
+_POOLS: dict[tuple[str, str], _Pool] = {}
+_POOLS_LOCK = threading.Lock()
 
 
-class Database:
-    """A connection pool to one schema, scoped to one user for row-level security.
+class _Pool:
+    """One connection pool per (DSN, schema) in a process, shared by every user scope.
 
-    Every :meth:`run` is one transaction; deadlocks and dropped connections are retried.
-    Errors surface as ``error_type(message)`` naming what failed and what to check.
+    Each connection remembers the scope it was last set to; a call for another user sets
+    ``memoryport.user_id`` first (one extra round trip, only on a switch), so a server
+    answering many users keeps a handful of connections, not one pool per user.
     """
 
-    def __init__(self, dsn: str, schema: str, scope: str, *, pool_size: int = 2) -> None:
+    def __init__(self, dsn: str, schema: str, *, pool_size: int = 4) -> None:
         if not schema or "\x00" in schema:
             raise ConfigError(f"invalid PostgreSQL schema name {schema!r}")
         self.schema = schema
-        self.scope = scope
         self.ident = sql.Identifier(schema)
+        self._scopes: WeakKeyDictionary[psycopg.Connection[Any], str] = WeakKeyDictionary()
         check_connection(dsn, CONNECT_TIMEOUT_S)
         self._pool: ConnectionPool[Any] = ConnectionPool(
             dsn, min_size=1, max_size=max(1, pool_size), timeout=POOL_TIMEOUT_S,
             kwargs={"application_name": "memoryport", "autocommit": True},
-            configure=self._configure, open=True, name=f"memoryport-curated-{schema}",
+            configure=_configure, open=True, name=f"memoryport-curated-{schema}",
         )  # fmt: skip
         try:
             self._pool.wait(POOL_TIMEOUT_S)
@@ -210,39 +212,28 @@ class Database:
         except (psycopg.Error, PoolTimeout, MigrationError) as exc:
             raise error(f"cannot create the tables in schema {self.schema!r}: {exc}") from exc
 
-    def _configure(self, conn: psycopg.Connection[Any]) -> None:
-        conn.execute(
-            "SELECT set_config(%s, %s, false), set_config('lock_timeout', %s, false)",
-            (SCOPE_SETTING, self.scope, f"{LOCK_TIMEOUT_MS}ms"),
-        )
-
-    def q(self, text: str) -> sql.Composed:
-        """``text`` with ``{s}`` formatted as this database's schema."""
-        return sql.SQL(text).format(s=self.ident)
-
-    def read(self, fn: Callable[[Cursor], T], error: Callable[[str], Exception]) -> T:
-        """Run ``fn`` (one statement: it reads one consistent snapshot) without a
-        transaction block, saving the ``BEGIN``/``COMMIT`` round trips of :meth:`run`."""
-        return self.run(fn, error, transaction=False)
+    def _call(
+        self, fn: Callable[[Cursor], T], scope: str, transaction: bool
+    ) -> T:
+        with self._pool.connection() as conn:
+            if self._scopes.get(conn) != scope:
+                conn.execute("SELECT set_config(%s, %s, false)", (SCOPE_SETTING, scope))
+                self._scopes[conn] = scope
+            if not transaction:
+                with conn.cursor() as cur:
+                    return fn(cur)
+            with conn.transaction(), conn.cursor() as cur:
+                return fn(cur)
 
     def run(
-        self, fn: Callable[[Cursor], T], error: Callable[[str], Exception], *,
-        transaction: bool = True,
+        self, fn: Callable[[Cursor], T], error: Callable[[str], Exception], scope: str,
+        transaction: bool,
     ) -> T:  # fmt: skip
-        """Run ``fn`` in one transaction; a failure raises ``error(message)``.
-
-        A table that vanished (the schema was dropped while this process held it open)
-        is created again by the migrations, once, and the transaction retried.
-        """
+        """Run ``fn`` as ``scope``; see :meth:`Database.run`."""
         remigrated = False
         for attempt in range(_TRIES):
             try:
-                with self._pool.connection() as conn:
-                    if not transaction:
-                        with conn.cursor() as cur:
-                            return fn(cur)
-                    with conn.transaction(), conn.cursor() as cur:
-                        return fn(cur)
+                return self._call(fn, scope, transaction)
             except (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName) as exc:
                 if remigrated:
                     raise error(f"PostgreSQL refused the statement: {exc}") from exc
@@ -269,28 +260,68 @@ class Database:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
-        """Close the pool (a shared one is then dropped from the registry)."""
-        with _DATABASES_LOCK:
-            for key, value in list(_DATABASES.items()):
+        """Close the pool and drop it from the registry."""
+        with _POOLS_LOCK:
+            for key, value in list(_POOLS.items()):
                 if value is self:
-                    del _DATABASES[key]
+                    del _POOLS[key]
+        self._pool.close()
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    """A new pooled connection: the lock timeout; no user scope yet (it sees no rows)."""
+    conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{LOCK_TIMEOUT_MS}ms",))
+
+
+class Database:
+    """The shared pool of one schema, seen as one user (row-level security scope).
+
+    Every :meth:`run` is one transaction; deadlocks and dropped connections are retried.
+    Errors surface as ``error(message)`` naming what failed and what to check.
+    """
+
+    def __init__(self, pool: _Pool, scope: str) -> None:
+        self._pool = pool
+        self.scope = scope
+        self.schema = pool.schema
+        self.ident = pool.ident
+
+    def q(self, text: str) -> sql.Composed:
+        """``text`` with ``{s}`` formatted as this database's schema."""
+        return sql.SQL(text).format(s=self.ident)
+
+    def read(self, fn: Callable[[Cursor], T], error: Callable[[str], Exception]) -> T:
+        """Run ``fn`` (one statement: it reads one consistent snapshot) without a
+        transaction block, saving the ``BEGIN``/``COMMIT`` round trips of :meth:`run`."""
+        return self._pool.run(fn, error, self.scope, False)
+
+    def run(self, fn: Callable[[Cursor], T], error: Callable[[str], Exception]) -> T:
+        """Run ``fn`` in one transaction; a failure raises ``error(message)``.
+
+        A table that vanished (the schema was dropped while this process held it open)
+        is created again by the migrations, once, and the transaction retried.
+        """
+        return self._pool.run(fn, error, self.scope, True)
+
+    def close(self) -> None:
+        """Close the shared pool (every scope of this DSN and schema)."""
         self._pool.close()
 
 
 def database(dsn: str, schema: str, scope: str) -> Database:
-    """The process-wide :class:`Database` of ``(dsn, schema, scope)`` (opened on first use)."""
-    key = (dsn, schema, scope)
-    with _DATABASES_LOCK:
-        found = _DATABASES.get(key)
+    """``(dsn, schema)``'s process-wide pool (opened on first use), seen as ``scope``."""
+    key = (dsn, schema)
+    with _POOLS_LOCK:
+        found = _POOLS.get(key)
         if found is None:
-            found = _DATABASES[key] = Database(dsn, schema, scope)
-        return found
+            found = _POOLS[key] = _Pool(dsn, schema)
+    return Database(found, scope)
 
 
 def close_databases(schema: str | None = None) -> int:
-    """Close the shared databases of ``schema`` (every one when None); return how many."""
-    with _DATABASES_LOCK:
-        chosen = [db for db in _DATABASES.values() if schema is None or db.schema == schema]
-    for db in chosen:
-        db.close()
+    """Close the shared pools of ``schema`` (every one when None); return how many."""
+    with _POOLS_LOCK:
+        chosen = [pool for pool in _POOLS.values() if schema is None or pool.schema == schema]
+    for pool in chosen:
+        pool.close()
     return len(chosen)
