@@ -87,7 +87,7 @@ STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
 
 def has_cjk(text: str) -> bool:
     """True when ``text`` contains a CJK, kana or Hangul character."""
-    return _CJK.search(text) is not None
+    return not text.isascii() and _CJK.search(text) is not None
 
 
 @dataclass(frozen=True)

@@ -69,11 +69,14 @@ def _same(value: str | None) -> str | None:
     return value
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def dump_json(value: Any) -> str | None:
     """JSON text for a column, or NULL for an empty value (saves space)."""
     if value in (None, {}, []):
         return None
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _encode(value)
 
 
 def message_from_row(row: Sequence[Any], decode: TextCodec = _same) -> MessageRecord:

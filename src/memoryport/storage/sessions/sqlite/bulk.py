@@ -207,8 +207,7 @@ def _kept_id_rows(
             high += len(items)
         taken.update(numbers)
         for message_id, m in zip(numbers, items, strict=True):
-            content = m.content
-            flag = 0 if content.isascii() or not has_cjk(content) else 1
+            flag = 1 if has_cjk(m.content) else 0
             rows.append((message_id, *message_values(session.id, m, m.timestamp), flag))
     return rows
 
@@ -344,7 +343,7 @@ def _message_rows(sid: str, items: Sequence[MessageInput], now: float) -> list[t
     return [
         (sid, m.role, m.content, now if m.timestamp is None else m.timestamp,
          m.tool_name, _json(m.tool_calls), m.tool_call_id, m.reasoning, _json(m.metadata),
-         0 if m.content.isascii() or not has_cjk(m.content) else 1)
+         1 if has_cjk(m.content) else 0)
         for m in items
     ]  # fmt: skip
 
