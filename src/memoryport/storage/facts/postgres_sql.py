@@ -178,7 +178,8 @@ def _ranked_query(pg: PgConnection, words: list[str], where: str, params: Sequen
     """The statement of :func:`_ranked` and its parameters."""
     statement = sql.SQL(
         "WITH r AS ({rank}) SELECT " + _F + ", {names}, r.score, r.matched FROM r"
-        " JOIN {s}.facts f ON f.id = r.fact_id WHERE " + where
+        " CROSS JOIN LATERAL (SELECT * FROM {s}.facts f WHERE f.id = r.fact_id LIMIT 1) f"
+        " WHERE " + where
         + " ORDER BY r.score DESC, f.id LIMIT %(limit)s"
     ).format(rank=_RANK.format(s=pg.schema), names=sql.SQL(_NAMES).format(s=pg.schema),
              s=pg.schema)
