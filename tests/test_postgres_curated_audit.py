@@ -10,6 +10,7 @@ import uuid
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -18,9 +19,11 @@ import memoryport
 import pgserver
 from memoryport.admin import audit
 from memoryport.cli import main
+from memoryport.providers.curated import create_builtin_provider
 from memoryport.storage.audit import AuditLog
 from memoryport.storage.postgres_audit import PostgresAuditLog
 from memoryport.storage.postgres_curated_schema import close_databases
+from memoryport.testing import ProviderConformance
 
 pytestmark = pytest.mark.postgres
 
@@ -143,3 +146,22 @@ def test_a_file_home_exported_imports_into_a_postgres_home(
     listed = json.dumps(_cli(pg_home, "memory", "list", "--target", "memory"))
     assert "Uses uv." in listed and "Deploys on Fridays." in listed
     assert not (pg_home / "memories" / "MEMORY.md").exists()
+
+
+class TestBuiltinProviderOnPostgres(ProviderConformance):
+    """The curated provider passes the conformance kit with its memory in PostgreSQL."""
+
+    @pytest.fixture
+    def home(self, pg_home: Path) -> Path:
+        """A profile home whose config.yaml says ``storage.backend: postgres``."""
+        return pg_home
+
+    def make_provider(self, home: Path) -> Any:
+        """The built-in provider of that home (its backend comes from config.yaml)."""
+        return create_builtin_provider(home)
+
+    def test_writes_land_in_the_database(self, ready: Any, home: Path) -> None:
+        ready.handle_tool_call("memory", {"action": "add", "target": "user", "content": "Ana."})
+        assert not (home / "memories").exists()
+        assert type(ready.store.backend).__name__ == "PostgresCuratedBackend"
+        assert ready.store.entries("user") == ["Ana."]
