@@ -125,6 +125,11 @@ class TurnIndex:
     ``user_id`` scopes every call: turns stored with a user are found only with that
     user, and ``user_id=None`` means the turns stored without one. Thread-safe (one
     connection behind a lock).
+
+    Another database subclasses this and replaces the reads (``_main_scores``,
+    ``_block_scores``, ``_candidate_rows``, ``_latest``, ``_overlapping``, ``_dense``);
+    the signals are built once, in :meth:`_signals`. :meth:`search` calls
+    :meth:`_signals` directly, or :meth:`candidates` when a subclass overrides it.
     """
 
     _names: dict[int, frozenset[str]]
