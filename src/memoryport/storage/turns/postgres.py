@@ -33,7 +33,7 @@ from memoryport.storage.turns import postgres_schema as pgschema
 from memoryport.storage.turns import vectors
 from memoryport.storage.turns.postgres_query import COLUMNS, ranked
 from memoryport.storage.turns.postgres_terms import phrase_terms, terms
-from memoryport.storage.turns.rank import Components, Weights
+from memoryport.storage.turns.rank import Weights
 from memoryport.storage.turns.schema import BLOCK_TURNS
 
 __all__ = ["PostgresTurnIndex"]
@@ -252,12 +252,6 @@ class PostgresTurnIndex(base.TurnIndex):
                  "terms": list(bag), "tfs": list(bag.values())})
 
     # ------------------------------------------------------------------ the queries of candidates()
-    def candidates(self, query: str, *, user_id: str | None = None
-                   ) -> tuple[list[_Row], list[Components]]:
-        """As :meth:`TurnIndex.candidates`; the scope is set for this thread's queries."""
-        self._local.scope = base._scope(user_id)
-        return super().candidates(query, user_id=user_id)
-
     def _read(self, fn: Callable[[Cursor], T], scope: str) -> T:
         """A one-statement read inside :meth:`candidates` (the caller holds the lock)."""
         return self._call(fn, "read", scope, write=False)
