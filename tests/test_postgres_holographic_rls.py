@@ -263,3 +263,61 @@ def test_several_hosts_opening_a_new_store_migrate_it_once(
                 assert sorted(names) == sorted(n for n, _ in migrations)
     finally:
         pgserver.drop_schema(pg_server.uri, schema)
+
+
+_APPENDER = """
+import sys
+from memoryport.storage.facts.postgres import PostgresFactStore
+from memoryport.storage.facts.records import FactInput
+from memoryport.storage.turns import TurnInput
+from memoryport.storage.turns.postgres import PostgresTurnIndex
+dsn, schema, me = sys.argv[1], sys.argv[2], int(sys.argv[3])
+turns = PostgresTurnIndex(dsn, schema=schema, dense=False)
+facts = PostgresFactStore(dsn, schema=schema, user_id="team")
+for n in range(15):
+    turns.add_turns([TurnInput("shared", f"host{me}", f"host{me} note {n} about the launch",
+                               1.7e9 + n, f"h{me}-{n}", user_id="team")] * 2)
+    facts.add(FactInput("The launch date is Friday"))
+    facts.add(FactInput(f"Host{me} owns task {n}"))
+print("done")
+"""
+_SEARCHER = """
+import sys
+from memoryport.storage.turns.postgres import PostgresTurnIndex
+turns = PostgresTurnIndex(sys.argv[1], schema=sys.argv[2], dense=False)
+for _ in range(25):
+    for hit in turns.search("launch note", user_id="team", limit=10):
+        assert hit.text.startswith(hit.speaker) and hit.source_id.startswith("h"), hit
+print("done")
+"""
+
+
+def test_hosts_appending_to_one_session_while_others_search(
+        pg_server: pgserver.PgServer) -> None:
+    """Four processes append turns to one user's session and add facts (one of them the
+    same fact) while two search: every append lands at its own position, the shared fact
+    is stored once, every search sees whole turns, and the counts add up."""
+    schema = pgserver.fresh_schema("hconc")
+    try:
+        PostgresTurnIndex(pg_server.uri, schema=schema, dense=False).close()
+        PostgresFactStore(pg_server.uri, schema=schema).close()
+        procs = [subprocess.Popen([sys.executable, "-c", _APPENDER, pg_server.uri, schema,
+                                   str(me)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for me in range(4)]
+        procs += [subprocess.Popen([sys.executable, "-c", _SEARCHER, pg_server.uri, schema],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                  for _ in range(2)]
+        results = [p.communicate(timeout=300) for p in procs]
+        assert [r[0].strip() for r in results] == ["done"] * 6, results
+        with psycopg.connect(pg_server.uri) as conn:
+            positions = [r[0] for r in conn.execute(sql.SQL(
+                "SELECT position FROM {}.turns WHERE session_id = 'shared' ORDER BY position"
+            ).format(sql.Identifier(schema)))]
+            launch = conn.execute(sql.SQL(
+                "SELECT count(*) FROM {}.facts WHERE content = 'The launch date is Friday'"
+            ).format(sql.Identifier(schema))).fetchone()
+        assert positions == list(range(4 * 15 * 2))
+        assert launch == (1,)
+        assert _consistent(pg_server.uri, schema) == (120, 61)
+    finally:
+        pgserver.drop_schema(pg_server.uri, schema)

@@ -28,7 +28,7 @@ from memoryport.storage.facts.records import Fact, FactInput
 from memoryport.storage.facts.store import FactStore
 from memoryport.storage.facts.triples import Triple
 from memoryport.storage.sessions.postgres.connect import check_connection, describe_dsn
-from memoryport.storage.turns.postgres_schema import set_scope
+from memoryport.storage.turns.postgres_schema import FACTS_LOCK, lock_user, set_scope
 
 __all__ = ["PostgresFactStore"]
 
@@ -83,11 +83,15 @@ class PostgresFactStore(FactStore):
     # ------------------------------------------------------------------ plumbing
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; the facts it changed are indexed before it commits."""
+        """One write transaction, after the user's write lock (writers of one user queue,
+        as SQLite's ``BEGIN IMMEDIATE`` makes them); the facts it changed are indexed
+        before it commits."""
         with self._lock:
             self._check_open()
             try:
                 with self._pg.transaction():
+                    with self._pg.cursor() as cur:
+                        lock_user(cur, FACTS_LOCK, self.user_id)
                     yield self._shared.as_sqlite()
                     postgres_sql.index_dirty(self._shared)
             except psycopg.Error as exc:

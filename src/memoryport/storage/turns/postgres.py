@@ -161,7 +161,9 @@ class PostgresTurnIndex(base.TurnIndex):
 
     def _insert_scope(self, cur: Cursor, user: str, turns: list[base.TurnInput],
                       counted: list[Counter[str]], vecs: list[array[float]] | None) -> list[int]:
-        """Insert one user's turns, their postings, blocks, statistics, events, vectors."""
+        """Insert one user's turns, their postings, blocks, statistics, events, vectors
+        (after the user's write lock: positions are read, then written)."""
+        pgschema.lock_user(cur, pgschema.TURNS_LOCK, user)
         nexts: dict[str, int] = {}
         for session in dict.fromkeys(t.session_id for t in turns):
             row = cur.execute(self._q(

@@ -41,14 +41,17 @@ from memoryport.errors import MigrationError
 from memoryport.storage.sessions import migrate as runner
 
 __all__ = [
+    "FACTS_LOCK",
     "LEDGER_TABLE",
     "LOCK_KEY",
     "MIGRATIONS",
     "SCOPE_SETTING",
+    "TURNS_LOCK",
     "Migration",
     "PgLedger",
     "enable_row_security",
     "has_pgvector",
+    "lock_user",
     "migrate",
     "set_scope",
 ]
@@ -60,6 +63,13 @@ LEDGER_TABLE = "_turns_migrations"
 """Where the turn index records its applied migrations."""
 LOCK_KEY = 0x6D656D706F7274
 """The advisory lock every memoryport migration takes (the session store's key)."""
+TURNS_LOCK = 0x6D7074
+"""First key of the advisory lock a turn-index write takes per user (second: the hash
+of the user id): writers of one user queue, as SQLite's ``BEGIN IMMEDIATE`` makes them,
+so two hosts appending to one session never pick the same position."""
+FACTS_LOCK = 0x6D7066
+"""The same for fact-store writes (the duplicate check and supersession read, then
+write: two hosts adding one fact at once must not both add it)."""
 SCOPE_SETTING = "memoryport.holo_user"
 """The per-transaction setting the policies read: ``=`` followed by the user id (``=``
 alone for the rows without a user). Unset or anything else, the policies let no row
@@ -68,6 +78,11 @@ through (a bare ``''`` cannot pass for the no-user scope)."""
 _SCOPE = f"current_setting('{SCOPE_SETTING}', true)"
 POLICY = f"{_SCOPE} LIKE '=%' AND user_id = substr({_SCOPE}, 2)"
 """The ``USING``/``WITH CHECK`` expression of every table's ``user_scope`` policy."""
+
+
+def lock_user(cur: Cursor, key: int, user_id: str) -> None:
+    """Take the transaction-level advisory lock ``(key, hash of user_id)``."""
+    cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (key, user_id))
 
 
 def set_scope(conn: psycopg.Connection[Any], user_id: str) -> None:
