@@ -214,8 +214,9 @@ def report(args: argparse.Namespace, build_s: float, db_mb: float, first: dict[s
         {"step": "migrate hermes", "seconds": first["seconds"],
          "msg/s": round(n / first["seconds"]), "msg/CPU-s": round(n / first["cpu_seconds"]),
          "peak RSS MB": first["peak_rss_mb"],
-         "note": f"{first.get('messages', 0)} messages imported; CPU s writer "
-                 f"{first['main_thread_cpu_seconds']}, reader {first['other_threads_cpu_seconds']}"},
+         "note": f"{first.get('messages', 0)} imported; CPU s writer "
+                 f"{first['main_thread_cpu_seconds']}, reader "
+                 f"{first['other_threads_cpu_seconds']}"},
         {"step": "migrate hermes again", "seconds": again["seconds"], "msg/s": "",
          "msg/CPU-s": "", "peak RSS MB": again["peak_rss_mb"],
          "note": f"{again.get('messages', 0)} imported (idempotent)"},
