@@ -109,9 +109,12 @@ def filter_scope(cur: Cursor, schema: sql.Identifier, ids: list[int], scope: Sco
     where, params = scope
     if not params or not ids:
         return set(ids)
+    # the ids first, then their sessions by key: a plain join let the planner start from
+    # ``sessions`` (misjudged under the policies) and probe the id list per session
     query = sql.SQL(
-        "SELECT m.id FROM {s}.messages m JOIN {s}.sessions s ON s.id = m.session_id"
-        " WHERE m.id = ANY(%s){where}"
+        "WITH m AS MATERIALIZED (SELECT id, session_id, role FROM {s}.messages"
+        " WHERE id = ANY(%s)) SELECT m.id FROM m JOIN {s}.sessions s ON s.id = m.session_id"
+        " WHERE true{where}"
     ).format(s=schema, where=where)
     return {int(r[0]) for r in cur.execute(query, [ids, *params])}
 
