@@ -9,6 +9,8 @@ the same calls made in process (`Memory.call_tool`) and through the server in pr
   write's cost grows with the file's revision history);
 - `session_search` discover round trip over a session store of --messages messages
   (built first through the bulk path, `import_jsonl`: one transaction);
+- the first call of a new HTTP client (the server opens that client's `Memory`: config,
+  plugin discovery, stores, session), p50 over --new-clients connections;
 - 16 concurrent HTTP clients (one user each) x 200 mixed calls (remember_turn, memory
   add/remove, USER.md reads, session_search for another client's secret): errors,
   cross-client leaks (any answer holding another client's secret), throughput.
@@ -292,6 +294,20 @@ def ms(samples: list[float]) -> dict[str, float]:
             "p95_ms": round(percentile(samples, 0.95) * 1e3, 2)}
 
 
+async def first_calls(url: str, clients: int) -> dict[str, float]:
+    """The first ``session_search`` of ``clients`` new connections (one new user each)."""
+    samples = []
+    for n in range(clients):
+        async with http_client(url) as client:
+            started = time.perf_counter()
+            result = await client.call_tool("session_search", {"query": SEARCH_QUERY},
+                                            meta={META_USER: f"bench-new-{n}"})
+            samples.append(time.perf_counter() - started)
+            if result.is_error:
+                raise SystemExit(f"a first call failed: {result.content[0].text}")
+    return {"clients": clients, **ms(samples)}
+
+
 def median(values: list[float]) -> float:
     return percentile(values, 0.5)
 
@@ -339,6 +355,7 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         async with http_client(url) as client:
             samples = await round_trips(client, args.rounds, "bench-http", splits["http"])
             rows["http"] = {k: ms(v) for k, v in samples.items()}
+        rows["first_call_new_http_client"] = await first_calls(url, args.new_clients)
         rows["concurrent_http"] = await concurrent(url, args.clients, args.calls)
     finally:
         proc.terminate()
@@ -355,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=100_000, help="session store size")
     parser.add_argument("--rounds", type=int, default=200, help="timed calls per measure")
+    parser.add_argument("--new-clients", type=int, default=5,
+                        help="new HTTP clients whose first call is timed")
     parser.add_argument("--clients", type=int, default=16, help="concurrent HTTP clients")
     parser.add_argument("--calls", type=int, default=200, help="mixed calls per client")
     parser.add_argument("--json", default="bench_mcp", help="results/<name>.json")
@@ -372,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     print_table("memory add: where the time goes (medians, ms)",
                 [{"transport": t, **f} for t, f in rows["memory_add_split_ms"].items()])
     print_table("memory add in process: the curated write's syncs", [rows["in_process_syncs"]])
+    print_table("First call of a new HTTP client (opens its memory)",
+                [rows["first_call_new_http_client"]])
     print_table("Concurrent HTTP clients", [rows["concurrent_http"]])
     load = os.getloadavg()
     print(f"\nload average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
