@@ -216,11 +216,16 @@ def _hydrate(
         return []
     headline = sql.SQL("ts_headline({cfg}, m.content, %s::tsquery, %s)" if compiled else "NULL")
     query = sql.SQL(
-        "WITH m AS MATERIALIZED (SELECT * FROM {s}.messages WHERE id = ANY(%s))"
-        " SELECT {cols}, {headline} FROM m JOIN {s}.sessions s ON s.id = m.session_id"
-    ).format(cols=sql.SQL(HIT_COLUMNS), headline=headline.format(cfg=ts_config(schema)), s=schema)
+        "SELECT {cols}, {headline} FROM {s}.messages m CROSS JOIN LATERAL ({session}) AS s"
+        " WHERE m.id = ANY(%s)"
+    ).format(
+        cols=sql.SQL(HIT_COLUMNS),
+        headline=headline.format(cfg=ts_config(schema)),
+        s=schema,
+        session=rank.session_of(schema),
+    )
     params = [compiled, _HEADLINE_OPTIONS] if compiled else []
-    rows = {int(r[0]): r for r in cur.execute(query, [[i for i, _ in page], *params])}
+    rows = {int(r[0]): r for r in cur.execute(query, [*params, [i for i, _ in page]])}
     needles = [t.text for t in iter_terms(parsed.root, negated=False)]
     hits = []
     for message_id, score in page:
