@@ -314,3 +314,40 @@ def test_shim_tool_helpers() -> None:
     assert not thread.is_alive()
     thread.start()
     thread.join()
+
+
+# ----------------------------------------------------------------- discovery snapshots
+
+
+def _dist(site: Path, name: str, version: str) -> None:
+    info = site / f"{name}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                   f"Summary: {name} summary\n")
+    (info / "entry_points.txt").write_text(f"[memoryport.providers]\n{name} = {name}_mod\n")
+
+
+def test_discovery_sees_an_install_after_an_earlier_discover(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Installed entry points are read once per state of sys.path, not once per process:
+    a package installed after a discover is found by the next one."""
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    _dist(site, "snapfirst", "1.0")
+    assert "snapfirst" in discover(home).providers
+    assert "snapsecond" not in discover(home).providers
+    _dist(site, "snapsecond", "2.0")
+    found = discover(home).providers
+    assert found["snapsecond"].manifest.version == "2.0"
+    assert found["snapsecond"].manifest.description == "snapsecond summary"
+
+
+def test_an_edited_plugin_yaml_is_read_again(home: Path, tmp_path: Path) -> None:
+    bundled = _bundled(tmp_path, {"alpha": "name: alpha\nversion: '1'\n"})
+    assert discover(home, bundled_dir=bundled, entry_points={}).providers[
+        "alpha"].manifest.version == "1"
+    (bundled / "alpha" / "plugin.yaml").write_text("name: alpha\nversion: '22'\n")
+    assert discover(home, bundled_dir=bundled, entry_points={}).providers[
+        "alpha"].manifest.version == "22"

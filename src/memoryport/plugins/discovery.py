@@ -21,6 +21,9 @@ still listed (Hermes reads the file for metadata only).
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -160,6 +163,76 @@ def _bundled(root: Path, result: Discovery) -> Iterable[ProviderInfo]:
         )
 
 
+class _Installed:
+    """The installed distributions' entry points and their manifests, read once per state
+    of ``sys.path`` in this process.
+
+    Scanning every distribution's metadata (and a provider's RECORD) took most of a
+    ``discover`` once the manifests were cached, and every ``Memory`` opened -- one per MCP
+    client, say -- discovers again. A ``pip install`` or uninstall adds or removes a
+    ``*.dist-info`` directory, which changes the modification time and the link count of
+    the directory on ``sys.path`` it writes to: either starts a new snapshot.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple[tuple[str, int, int], ...] = ()
+        self._groups: dict[str, list[metadata.EntryPoint]] = {}
+        self._manifests: dict[tuple[str, str, str], tuple[PluginManifest, Path | None,
+                                                          list[str]]] = {}
+
+    @staticmethod
+    def _state() -> tuple[tuple[str, int, int], ...]:
+        state = []
+        for entry in sys.path:
+            try:
+                stat = os.stat(entry or ".")
+                state.append((entry, stat.st_mtime_ns, stat.st_nlink))
+            except OSError:
+                state.append((entry, -1, -1))
+        return tuple(state)
+
+    def entry_points(self, group: str) -> list[metadata.EntryPoint]:
+        """The installed entry points of *group* (scanned once per snapshot)."""
+        state = self._state()
+        with self._lock:
+            if state != self._key:
+                self._key = state
+                self._groups.clear()
+                self._manifests.clear()
+            listed = self._groups.get(group)
+        if listed is None:
+            listed = list(metadata.entry_points(group=group))
+            with self._lock:
+                self._groups[group] = listed
+        return list(listed)
+
+    def manifest(self, ep: metadata.EntryPoint, result: Discovery
+                 ) -> tuple[PluginManifest, Path | None]:
+        """:func:`_dist_manifest` of *ep*, remembered with the problems it reported."""
+        dist = ep.dist
+        key = (ep.name, ep.value, f"{dist.metadata['Name']}=={dist.version}" if dist else "")
+        with self._lock:
+            known = self._manifests.get(key)
+        if known is None:
+            found = Discovery()
+            manifest, path = _dist_manifest(ep, found)
+            known = (manifest, path, list(found.problems))
+            with self._lock:
+                self._manifests[key] = known
+        result.problems.extend(known[2])
+        return known[0], known[1]
+
+
+_INSTALLED = _Installed()
+
+
+def installed_entry_points(group: str) -> list[metadata.EntryPoint]:
+    """The installed entry points of *group*, from this process's snapshot (a new one
+    after anything on ``sys.path`` changes)."""
+    return _INSTALLED.entry_points(group)
+
+
 def _dist_manifest(
     ep: metadata.EntryPoint, result: Discovery
 ) -> tuple[PluginManifest, Path | None]:
@@ -201,11 +274,12 @@ def _dist_manifest(
 def _entry_points(
     group: str, source: str, result: Discovery, eps: Sequence[metadata.EntryPoint] | None
 ) -> Iterable[ProviderInfo]:
-    found = list(eps) if eps is not None else list(metadata.entry_points(group=group))
+    found = list(eps) if eps is not None else _INSTALLED.entry_points(group)
     for ep in sorted(found, key=lambda e: (e.name, e.value)):
         try:
             validate_plugin_name(ep.name)
-            manifest, path = _dist_manifest(ep, result)
+            manifest, path = (_dist_manifest(ep, result) if eps is not None
+                              else _INSTALLED.manifest(ep, result))
         except PluginError as exc:
             result.problems.append(f"entry point {ep.name!r} in {group}: {exc}")
             continue

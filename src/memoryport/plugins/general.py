@@ -32,7 +32,7 @@ from typing import Any
 from memoryport.config import Config, load_config, save_config
 from memoryport.errors import ConfigError, PluginError
 from memoryport.plugins import hermes_compat
-from memoryport.plugins.discovery import ProviderInfo, plugin_dir_kind
+from memoryport.plugins.discovery import ProviderInfo, installed_entry_points, plugin_dir_kind
 from memoryport.plugins.hermes_general import (
     FIRED_HOOKS,
     HermesPluginContext,
@@ -150,7 +150,7 @@ def _entry_point_plugins(
     found: GeneralDiscovery, eps: Sequence[metadata.EntryPoint] | None
 ) -> None:
     group = GENERAL_ENTRY_POINT_GROUP
-    listed = list(eps) if eps is not None else list(metadata.entry_points(group=group))
+    listed = list(eps) if eps is not None else installed_entry_points(group)
     for ep in sorted(listed, key=lambda e: (e.name, e.value)):
         try:
             validate_plugin_name(ep.name)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,14 +177,34 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return " ".join(str(exc).split())
 
 
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PARSED: dict[tuple[str, int, int], Any] = {}
+_PARSED_LOCK = threading.Lock()
+
+
+def _load_yaml(path: Path) -> Any:
+    """The YAML data of *path*, parsed once per file version (path, mtime, size) in this
+    process: every ``Memory`` opened (one per MCP client, say) discovers the plugins again,
+    and parsing the manifests was most of that. Callers get their own copy."""
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    with _PARSED_LOCK:
+        if key in _PARSED:
+            return copy.deepcopy(_PARSED[key])
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+    with _PARSED_LOCK:
+        if len(_PARSED) >= 512:
+            _PARSED.clear()
+        _PARSED[key] = data
+    return copy.deepcopy(data)
+
+
 def read_manifest(path: Path, default_name: str) -> PluginManifest:
     """Read and parse a ``plugin.yaml`` file; a missing file gives a name-only manifest."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = _load_yaml(path)
     except FileNotFoundError:
         return PluginManifest(name=default_name)
-    try:
-        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         problem = _yaml_problem(exc)
         raise PluginError(f"{path}: not valid YAML: {problem}", plugin=default_name) from exc
