@@ -125,8 +125,33 @@ def test_common_words_rank_the_newest_window_and_walk_by_time_like_sqlite(
             f"word{i}" for i in sorted(doubles)[10:]
         }, name
         by_time = store.search_messages("common", sort="newest", limit=20).hits
-        assert [h.message.content.split()[-1] for h in by_time] == [
-            f"word{i}" for i in newest
-        ], name
+        assert [h.message.content.split()[-1] for h in by_time] == [f"word{i}" for i in newest], (
+            name
+        )
         literal = store.search_messages("what?", limit=3).hits
         assert literal[0].message.content.endswith("so what? fine"), name
+
+
+def test_searches_are_planned_afresh_without_jit(pg_server: pgserver.PgServer) -> None:
+    """psycopg would prepare a query run five times, and PostgreSQL's generic plan cannot
+    see how common a word is; JIT compiles for hundreds of ms. Neither on these
+    connections."""
+    store = PostgresSessionStore(pg_server.uri, schema=pgserver.fresh_schema("plan"), pool_size=1)
+    try:
+        store.create_session("s", source="cli")
+        store.append_messages("s", [{"role": "user", "content": "plans are fresh"}] * 3)
+        for _ in range(8):
+            assert store.search_messages("plans").hits
+        prepared, jit = store._read(
+            lambda c: (
+                c.execute(
+                    "SELECT count(*) FROM pg_prepared_statements WHERE NOT from_sql"
+                ).fetchone(),
+                c.execute("SHOW jit").fetchone(),
+            )
+        )
+        assert jit == ("off",)
+        assert prepared == (1,)  # the append statement only, prepared on purpose
+    finally:
+        store.close()
+        pgserver.drop_schema(pg_server.uri, store.schema)

@@ -76,6 +76,7 @@ T = TypeVar("T")
 Cursor = psycopg.Cursor[Any]
 
 _TRIES = 5
+_NEVER = 2**31  # psycopg's prepare_threshold: never prepare on its own
 _IDLE_CHECK_S = 5.0  # a connection idle longer than this is pinged before use
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 _UNAVAILABLE = (psycopg.OperationalError, PoolTimeout)
@@ -148,7 +149,7 @@ class PostgresSessionStore(SessionStore):
         prepared behind the caller's back (psycopg would after five runs): a generic
         plan cannot see how common a search word is, and chose a bitmap scan of every
         match for a word in half the messages. Appends prepare explicitly."""
-        conn.prepare_threshold = None
+        conn.prepare_threshold = _NEVER  # (None would refuse explicit prepares too)
         scope = "*" if self.user_id is None else self.user_id
         conn.execute(
             "SELECT set_config(%s, %s, false), set_config('jit', 'off', false)",
