@@ -446,3 +446,41 @@ class TestHolographicOnPostgresConforms(ProviderConformance):
         from memoryport.providers.holographic import HolographicProvider
 
         return HolographicProvider()
+
+
+def test_stores_reconnect_after_the_server_drops_them(pg_server: pgserver.PgServer,
+                                                      schema: str) -> None:
+    """A dropped connection (the server terminates it) fails the call that finds it,
+    with ``StoreError``; the next call opens a new one, scoped as before."""
+    from psycopg.conninfo import make_conninfo
+
+    from memoryport.errors import StoreError
+
+    role = f"mp_drop_{uuid.uuid4().hex[:8]}"  # its own role: only its connections are cut
+    with psycopg.connect(pg_server.uri, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        admin.execute(sql.SQL("GRANT CREATE ON DATABASE {} TO {}").format(
+            sql.Identifier(admin.info.dbname), sql.Identifier(role)))
+    dsn = make_conninfo(pg_server.uri, user=role)
+    turns = PostgresTurnIndex(dsn, schema=schema, dense=False)
+    store = PostgresFactStore(dsn, schema=schema, user_id="ann")
+    try:
+        turns.add_turns([TurnInput("s", "Ann", "the red kite", T0, "k1", user_id="ann")])
+        store.add(FactInput("Ann flies a red kite", speaker="Ann"))
+        with psycopg.connect(pg_server.uri, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                          " WHERE usename = %s", (role,))
+        with pytest.raises(StoreError):
+            turns.count("ann")
+        with pytest.raises(StoreError):
+            store.count()
+        assert [h.source_id for h in turns.search("kite", user_id="ann")] == ["k1"]
+        assert [f.content for f in store.search("kite")] == ["Ann flies a red kite"]
+        assert turns.count("bob") == 0 and turns.count("ann") == 1
+    finally:
+        turns.close()
+        store.close()
+        pgserver.drop_schema(pg_server.uri, schema)
+        with psycopg.connect(pg_server.uri, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

@@ -69,16 +69,32 @@ class PostgresFactStore(FactStore):
             raise StoreError(f"cannot open the fact store on {self.path}: {exc}") from exc
         try:
             postgres_schema.migrate(self._pg, schema)
-            self._pg.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
-            set_scope(self._pg, self.user_id)
+            self._scope_connection()
         except (psycopg.Error, StoreError) as exc:
             self._pg.close()
             raise StoreError(f"cannot open the fact store on {self.path}: {exc}") from exc
         except BaseException:
             self._pg.close()
             raise
-        self._shared = postgres_sql.PgConnection(self._pg, self.user_id, schema)
         self._closed = False
+
+    def _scope_connection(self) -> None:
+        """Point the connection at the schema and the store's user (row-level security)."""
+        self._pg.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
+        set_scope(self._pg, self.user_id)
+        self._shared = postgres_sql.PgConnection(self._pg, self.user_id, self.schema)
+
+    def _check_open(self) -> None:
+        """``StoreError`` when closed; a connection the server dropped (a restart, the
+        network) is replaced (the call that found it broken has already failed)."""
+        super()._check_open()
+        if self._pg.broken or self._pg.closed:
+            try:
+                self._pg = psycopg.connect(self.dsn, autocommit=True,
+                                           application_name="memoryport")
+                self._scope_connection()
+            except psycopg.Error as exc:
+                raise StoreError(f"fact store unavailable on {self.path}: {exc}") from exc
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager

@@ -70,6 +70,7 @@ class PostgresTurnIndex(base.TurnIndex):
         self.schema = schema
         self.path = Path(describe_dsn(dsn))  # where the turns are, for messages
         self._local = threading.local()  # this thread's search: its scope and prefetched rows
+        self._closed = False
         self._s = sql.Identifier(schema)
         self._search = ranked(self._s)
         check_connection(dsn)
@@ -103,10 +104,17 @@ class PostgresTurnIndex(base.TurnIndex):
 
         The scope is a session setting, changed only when a call names another user, so
         a read is one round trip; it is set outside any transaction, so no rollback can
-        undo it behind the cached value."""
-        if self._pg.closed:
+        undo it behind the cached value. A call that finds the connection broken (a
+        server restart, a dropped network) opens a new one; the call that broke it has
+        already raised ``StoreError`` (nothing is retried: a write's fate is the
+        server's)."""
+        if self._closed:
             raise StoreError(f"the turn index on {self.path} is closed")
         try:
+            if self._pg.broken or self._pg.closed:  # the server went away: reconnect
+                self._pg = psycopg.connect(self.dsn, autocommit=True,
+                                           application_name="memoryport")
+                self._current = None
             if self._current != scope:
                 self._current = None
                 pgschema.set_scope(self._pg, scope)
@@ -130,6 +138,7 @@ class PostgresTurnIndex(base.TurnIndex):
     def close(self) -> None:
         """Close the connection (idempotent)."""
         with self._lock:
+            self._closed = True
             self._pg.close()
 
     def count(self, user_id: str | None = None) -> int:
