@@ -68,7 +68,7 @@ from pathlib import Path
 from memoryport.admin.migrate import HermesOptions, hermes_sessions, migrate_hermes
 hermes_sessions.BATCH_MESSAGES = 200
 migrate_hermes(Path(sys.argv[2]), HermesOptions(source=Path(sys.argv[1])),
-               progress=lambda *_: time.sleep(0.05))
+               progress=lambda *_: time.sleep(0.2))
 """
 
 
