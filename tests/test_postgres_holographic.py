@@ -8,6 +8,7 @@ Row-level security, crashes and concurrent first opens are in
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from array import array
@@ -408,6 +409,45 @@ def test_provider_on_postgres_through_the_public_api(tmp_path: Path,
     finally:
         first.shutdown()
         second.shutdown()
+        pgserver.drop_schema(pg_server.uri, schema_for(profile))
+
+
+def test_facts_cli_and_status_read_the_postgres_store(tmp_path: Path,
+                                                      pg_server: pgserver.PgServer) -> None:
+    """``memoryport facts`` and ``status`` on a PostgreSQL home read the profile's schema,
+    not a ``holographic.db`` that is not there; ``export`` says where the facts are instead
+    of writing an empty part."""
+    from click.testing import CliRunner
+
+    from memoryport.cli import main
+    from memoryport.providers.holographic import HolographicProvider
+
+    profile = f"p{uuid.uuid4().hex[:8]}"
+    home = tmp_path / "profiles" / profile
+    home.mkdir(parents=True)
+    (home / "config.yaml").write_text(
+        f"memory:\n  provider: holographic\nstorage:\n  backend: postgres\n"
+        f"  dsn: '{pg_server.uri}'\n")
+    provider = HolographicProvider()
+    try:
+        provider.initialize("s1", home=home, platform="cli", user_id="ann")
+        provider.handle_tool_call("fact_store", {"action": "add",
+                                                 "content": "Ann's favorite tea is sencha"})
+        provider.shutdown()
+        runner = CliRunner()
+        listed = runner.invoke(main, ["--home", str(home), "facts", "list", "--user", "ann",
+                                      "--json"])
+        assert listed.exit_code == 0, listed.output
+        assert "sencha" in listed.output and json.loads(listed.output)["count"] == 1
+        status = runner.invoke(main, ["--home", str(home), "status", "--json"])
+        assert status.exit_code in (0, 1), status.output
+        exported = runner.invoke(main, ["--home", str(home), "export", "--out",
+                                        str(tmp_path / "a.zip"), "--json"])
+        assert exported.exit_code == 0, exported.output
+        assert f"pg_dump --schema={schema_for(profile)}" in exported.output
+        assert not (home / "holographic.db").exists()
+    finally:
+        provider.shutdown()
         pgserver.drop_schema(pg_server.uri, schema_for(profile))
 
 

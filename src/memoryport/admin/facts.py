@@ -1,6 +1,7 @@
 """The fact store for shells (``memoryport facts ...``): open it for a home and a user,
 list, search, show (with entities and history) and forget facts. Reads and forget work
-on the file directly, without starting any provider."""
+on the store directly (the SQLite file, or the profile's PostgreSQL schema with
+``storage.backend: postgres``), without starting any provider."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from memoryport.config import load_config, profile_name
 from memoryport.errors import StoreError
 from memoryport.providers.holographic import DB_NAME
+from memoryport.storage.facts.postgres_open import open_stores, schema_for
 from memoryport.storage.facts.records import Fact, as_of_time
 from memoryport.storage.facts.store import FactStore
 from memoryport.storage.turns import TurnIndex
@@ -42,20 +45,32 @@ def database_path(home: Path) -> Path:
 
 
 @contextmanager
-def open_facts(home: Path, user_id: str | None = None) -> Iterator[FactStore]:
-    """The fact store of ``home`` scoped to ``user_id``; ``StoreError`` when there is none
-    yet (nothing is created by reading)."""
+def _open_stores(home: Path, user_id: str | None) -> Iterator[tuple[FactStore, TurnIndex]]:
+    """The fact store and turn index of ``home`` where its ``storage.backend`` keeps them
+    (``<home>/holographic.db``, or the profile's PostgreSQL schema); ``StoreError`` for a
+    SQLite home with none yet (nothing is created by reading)."""
+    storage = load_config(home).storage
     path = database_path(home)
-    if not path.is_file():
+    if storage.backend == "sqlite" and not path.is_file():
         raise StoreError(
             f"no fact store at {path}; enable it with: memoryport config set memory.provider"
             " holographic"
         )
-    store = FactStore(path, user_id=user_id)
+    store, turns = open_stores(path, backend=storage.backend, dsn=storage.dsn,
+                               profile=profile_name(home), user_id=user_id)
     try:
-        yield store
+        yield store, turns
     finally:
+        turns.close()
         store.close()
+
+
+@contextmanager
+def open_facts(home: Path, user_id: str | None = None) -> Iterator[FactStore]:
+    """The fact store of ``home`` scoped to ``user_id``, on the home's storage backend;
+    ``StoreError`` when a SQLite home has none yet (nothing is created by reading)."""
+    with _open_stores(home, user_id) as (store, _turns):
+        yield store
 
 
 def list_facts(store: FactStore, *, limit: int, include_retired: bool = False) -> list[Fact]:
@@ -110,14 +125,12 @@ def status_details(home: Path, user_id: str | None = None) -> dict[str, Any]:
         "embeddings": "installed" if embeddings_present() else
         "not installed (pip install 'memoryport[embeddings]'; recall works without it)",
     }
-    if not path.is_file():
+    if load_config(home).storage.backend == "sqlite" and not path.is_file():
         return details
-    with open_facts(home, user_id) as store:
+    if load_config(home).storage.backend != "sqlite":
+        details["database"] = f"PostgreSQL schema {schema_for(profile_name(home))}"
+    with _open_stores(home, user_id) as (store, turns):
         details["facts"] = store.count()
         details["retired_facts"] = store.count(include_retired=True) - details["facts"]
-    turns = TurnIndex(path)
-    try:
         details["turns"] = turns.count(user_id)
-    finally:
-        turns.close()
     return details

@@ -44,7 +44,7 @@ from memoryport.providers.holographic.tool import (
     ToolCall,
     run_tool,
 )
-from memoryport.storage.facts.postgres_open import open_stores
+from memoryport.storage.facts.postgres_open import open_stores, schema_for
 from memoryport.storage.facts.records import Fact, FactInput, Provenance
 from memoryport.storage.facts.store import FactStore
 from memoryport.storage.turns import TurnHit, TurnIndex, TurnInput
@@ -365,6 +365,10 @@ class HolographicProvider(MemoryProvider):
         ``directory`` (``memoryport export``; see ``providers.holographic.portable``)."""
         from memoryport.providers.holographic.portable import export_db
 
+        elsewhere = _server_note(home)
+        if elsewhere:
+            log.warning("memoryport export: %s", elsewhere)
+            return {"skipped": elsewhere}
         return export_db(home / DB_NAME, directory)
 
     def import_(self, directory: Path, *, home: Path, source: str) -> dict[str, Any]:
@@ -372,6 +376,10 @@ class HolographicProvider(MemoryProvider):
         wrote; each fact written records ``source`` in an ``import`` revision."""
         from memoryport.providers.holographic.portable import import_db
 
+        elsewhere = _server_note(home)
+        if elsewhere:
+            log.warning("memoryport import: %s", elsewhere)
+            return {"skipped": elsewhere}
         return import_db(home / DB_NAME, directory, source=source)
 
     def shutdown(self) -> None:
@@ -386,3 +394,15 @@ class HolographicProvider(MemoryProvider):
             store.close()
         if turns is not None:
             turns.close()
+
+
+def _server_note(home: Path) -> str:
+    """Why the archive hooks leave the facts and turns out on a PostgreSQL home ("" on
+    SQLite): they live in the server's profile schema, which the database's own tools
+    back up."""
+    storage = load_config(home).storage
+    if storage.backend == "sqlite":
+        return ""
+    schema = schema_for(profile_name(home))
+    return (f"holographic facts and turns are in PostgreSQL schema {schema!r}, not in the"
+            f" archive: back them up with `pg_dump --schema={schema}`")
