@@ -35,7 +35,7 @@ from memoryport.storage.sessions.postgres.dialect import (
     decode_text,
     encode_text,
 )
-from memoryport.storage.sessions.postgres.migrations import ts_config
+from memoryport.storage.sessions.postgres.migrations import SCOPE_SETTING, ts_config
 from memoryport.storage.sessions.query import Node, Or, ParsedQuery, Term, literal_node
 from memoryport.storage.sessions.temporal import (
     CONTEXT_DEPTH,
@@ -189,19 +189,23 @@ def _newest(
     row = cur.execute(
         sql.SQL(
             "SELECT max(id), (SELECT greatest(reltuples, 1) FROM pg_class"
-            " WHERE oid = %s::regclass) FROM {s}.messages"
+            " WHERE oid = %s::regclass), CASE WHEN current_setting(%s, true) = '*' THEN NULL"
+            " ELSE (SELECT sum(message_count) FROM {s}.sessions) END FROM {s}.messages"
         ).format(s=schema),
-        (sql.SQL("{s}.messages").format(s=schema).as_string(cur),),
+        (sql.SQL("{s}.messages").format(s=schema).as_string(cur), SCOPE_SETTING),
     ).fetchone()
     high = int(row[0]) if row and row[0] is not None else 0
     rows_total = max(float(row[1]) if row and row[1] else 1.0, float(expected), 1.0)
+    # a connection bound to one user sees only its rows (row-level security), so an id
+    # range holds fewer of its matches
+    seen = 1.0 if not row or row[2] is None else min(1.0, float(row[2]) / rows_total)
+    share = expected / rows_total * max(seen, 1e-6)
     # a walk reads window / share rows in id order, the index every match at random
-    # (~5x the cost of a row in order): walk when that is the cheaper read
-    if expected <= 4 * window or expected * expected <= window * rows_total / 5:
+    # (~5x the cost of a row in order): walk only when that is the cheaper read
+    if expected <= 4 * window or window / max(share, 1e-9) >= 5 * expected:
         rows = cur.execute(sql.SQL(_ALL).format(s=schema), (compiled,)).fetchall()
         return sorted(((int(i), float(v)) for i, v in rows), reverse=True)[:window]
-    share = expected / rows_total
-    chunk = int(window / max(share, 1e-4) * 1.25) + 64
+    chunk = int(window / share * 1.25) + 64
     found: list[tuple[int, float]] = []
     while high > 0 and len(found) < window:
         low = max(0, high - chunk)
