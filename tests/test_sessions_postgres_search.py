@@ -8,6 +8,7 @@ scores order the same messages the same way).
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 import pgserver
 from memoryport.storage.sessions.base import SessionStore
@@ -155,3 +157,59 @@ def test_searches_are_planned_afresh_without_jit(pg_server: pgserver.PgServer) -
     finally:
         store.close()
         pgserver.drop_schema(pg_server.uri, store.schema)
+
+
+@pytest.fixture
+def role_dsn(pg_server: pgserver.PgServer) -> Iterator[str]:
+    """A fresh ordinary login role (so the row-level security policies apply to it)."""
+    name = f"mp_rank_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server.uri, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("GRANT CREATE ON DATABASE {} TO {}").format(
+                sql.Identifier(conn.info.dbname), sql.Identifier(name)
+            )
+        )
+    yield make_conninfo(pg_server.uri, user=name)
+    with psycopg.connect(pg_server.uri, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+def test_a_store_bound_by_the_policies_finds_what_the_scoped_search_finds(
+    pg_server: pgserver.PgServer, role_dsn: str
+) -> None:
+    """A user-bound store (rows filtered by row-level security, the walk sized to the
+    user's share) returns the same hits as an unbound store's search scoped to that user."""
+    schema = pgserver.fresh_schema("bound")
+    admin = PostgresSessionStore(role_dsn, schema=schema, pool_size=1)
+    total = RELEVANCE_WINDOW * 4 + 1000
+    for n in range(total // 500):
+        user = "a" if n % 3 else "b"
+        admin.create_session(f"s{n}", source="cli", user_id=user)
+        admin.append_messages(
+            f"s{n}",
+            [
+                {"role": "user", "content": f"{'common ' * (1 + (i % 97 == 0))}n{n}m{i}"}
+                for i in range(500)
+            ]
+            if n < total // 500 - 1
+            else [
+                {"role": "user", "content": f"common common n{n}m{i}" if i % 50 == 0 else "x"}
+                for i in range(500)
+            ],
+        )
+    _analyze(pg_server, admin)
+    bound = PostgresSessionStore(role_dsn, schema=schema, user_id="a", pool_size=1)
+    try:
+        for sort in ("relevance", "newest"):
+            scoped = admin.search_messages("common", user_id="a", sort=sort, limit=8).hits
+            own = bound.search_messages("common", sort=sort, limit=8).hits
+            assert [h.message.id for h in own] == [h.message.id for h in scoped], sort
+            assert len(own) == 8 and {h.message.session_id for h in own} <= {
+                f"s{n}" for n in range(total // 500) if n % 3
+            }
+    finally:
+        bound.close()
+        admin.close()
+        pgserver.drop_schema(pg_server.uri, schema)
