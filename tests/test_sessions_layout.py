@@ -13,7 +13,9 @@ import pytest
 
 SESSIONS = Path(__file__).resolve().parents[1] / "src" / "memoryport" / "storage" / "sessions"
 BACKENDS = ("sqlite", "postgres")
-BACKEND_MODULES = {"__init__.py", "store.py", "dialect.py", "search.py", "bulk.py", "connect.py"}
+BACKEND_MODULES = {
+    "__init__.py", "store.py", "dialect.py", "search.py", "rank.py", "bulk.py", "connect.py",
+}
 NEUTRAL = {"base", "records", "rows", "query", "temporal", "portable", "render", "migrate"}
 
 

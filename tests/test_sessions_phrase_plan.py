@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
-from memoryport.storage.sessions.sqlite import search as sqlite_search
+from memoryport.storage.sessions.sqlite import rank as sqlite_rank
 
 PHRASES = ['"support group"', '"art class"', "support", '"new painting" OR pottery']
 FILLER = [
@@ -99,7 +99,7 @@ def test_relevance_page_matches_exact_bm25_over_every_match(
 def test_newest_window_matches_the_plain_plan(
     store: SQLiteSessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_search, "RELEVANCE_WINDOW", 40)
+    monkeypatch.setattr(sqlite_rank, "RELEVANCE_WINDOW", 40)
     result = store.search_messages('"support group"', limit=20)
     assert [(h.message.id, h.score, h.snippet) for h in result.hits] == _plain_plan(
         store.conn, result.query, 40

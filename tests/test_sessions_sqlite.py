@@ -222,9 +222,9 @@ def test_four_writers_and_a_searcher_never_see_locked(tmp_path: Path) -> None:
 
 
 def test_relevance_on_very_common_words_stays_bounded(tmp_path: Path, monkeypatch: Any) -> None:
-    from memoryport.storage.sessions.sqlite import search as sqlite_search
+    from memoryport.storage.sessions.sqlite import rank as sqlite_rank
 
-    monkeypatch.setattr(sqlite_search, "RELEVANCE_WINDOW", 5)
+    monkeypatch.setattr(sqlite_rank, "RELEVANCE_WINDOW", 5)
     store = SQLiteSessionStore(tmp_path / "state.db")
     old = store.create_session("old", user_id="u1")
     rare_id = store.append_message(old.id, {"role": "user", "content": "common okapi"})
