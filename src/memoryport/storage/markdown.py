@@ -43,6 +43,7 @@ __all__ = [
     "FileState",
     "MarkdownFile",
     "RevisionNote",
+    "drift_reason",
     "entry_problem",
     "parse_entries",
     "render_entries",
@@ -67,6 +68,28 @@ def parse_entries(raw: str) -> list[str]:
 def render_entries(entries: Sequence[str]) -> str:
     """Join entries with the delimiter: the exact text written to disk (no trailing newline)."""
     return ENTRY_DELIMITER.join(entries)
+
+
+def drift_reason(raw: str, char_limit: int, entries: Sequence[str] | None = None) -> str | None:
+    """Why stored text ``raw`` would lose data if rewritten from its parsed entries, or
+    None if it is clean: it does not round-trip through the entry format, or one "entry"
+    is larger than the whole ``char_limit`` (text appended without a separator). The file
+    and PostgreSQL backends both guard writes with it. ``entries`` may pass
+    ``parse_entries(raw)`` when the caller already has it."""
+    if entries is None:
+        entries = parse_entries(raw)
+    if render_entries(entries) != raw.strip():
+        return (
+            "its content does not round-trip through the entry format (text outside the "
+            "'§' separators, a malformed separator, or a duplicated entry)"
+        )
+    longest = max(map(len, entries), default=0)
+    if longest > char_limit:
+        return (
+            f"one entry is {longest:,} chars, larger than the whole budget of "
+            f"{char_limit:,} chars (text appended without a '§' separator?)"
+        )
+    return None
 
 
 def entry_problem(entry: str) -> str | None:
@@ -161,20 +184,7 @@ class MarkdownFile:
 
         ``entries`` may pass ``parse_entries(raw)`` when the caller already has it.
         """
-        if entries is None:
-            entries = parse_entries(raw)
-        if render_entries(entries) != raw.strip():
-            return (
-                "its content does not round-trip through the entry format (text outside the "
-                "'§' separators, a malformed separator, or a duplicated entry)"
-            )
-        longest = max(map(len, entries), default=0)
-        if longest > self.char_limit:
-            return (
-                f"one entry is {longest:,} chars, larger than the whole budget of "
-                f"{self.char_limit:,} chars (text appended without a '§' separator?)"
-            )
-        return None
+        return drift_reason(raw, self.char_limit, entries)
 
     # ------------------------------------------------------------------ writing
     def mutate(

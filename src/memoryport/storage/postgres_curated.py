@@ -37,6 +37,7 @@ from memoryport.storage.history import HistoryLog, Provenance, Revision
 from memoryport.storage.markdown import (
     FileState,
     RevisionNote,
+    drift_reason,
     entry_problem,
     parse_entries,
     render_entries,
@@ -287,20 +288,7 @@ class PgTarget:
 
     def drift_reason(self, raw: str, entries: Sequence[str] | None = None) -> str | None:
         """Why ``raw`` would lose data if rewritten (same rules as ``MarkdownFile``)."""
-        if entries is None:
-            entries = parse_entries(raw)
-        if render_entries(entries) != raw.strip():
-            return (
-                "its content does not round-trip through the entry format (text outside the "
-                "'§' separators, a malformed separator, or a duplicated entry)"
-            )
-        longest = max(map(len, entries), default=0)
-        if longest > self.char_limit:
-            return (
-                f"one entry is {longest:,} chars, larger than the whole budget of "
-                f"{self.char_limit:,} chars (text appended without a '§' separator?)"
-            )
-        return None
+        return drift_reason(raw, self.char_limit, entries)
 
     def mutate(
         self,
