@@ -24,7 +24,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -341,22 +341,32 @@ def plugin_dir_kind(entry: Path) -> str:
     return "provider" if (entry / "plugin.yaml").is_file() else ""
 
 
-def _user(home: Path, result: Discovery) -> Iterable[ProviderInfo]:
+def user_plugin_dirs(home: Path, kind: str, problems: list[str], label: str
+                     ) -> Iterator[tuple[Path, PluginManifest]]:
+    """The ``<home>/plugins/<name>/`` folders of ``kind`` (``"provider"`` or ``"general"``,
+    see :func:`plugin_dir_kind`) with valid names, each with its manifest. A bad name skips
+    the folder, a broken ``plugin.yaml`` only warns; both are added to ``problems``, named
+    with ``label``."""
     root = home / "plugins"
     if not root.is_dir():
         return
     for entry in sorted(root.iterdir()):
-        if entry.name.startswith(("_", ".")) or plugin_dir_kind(entry) != "provider":
+        if entry.name.startswith(("_", ".")) or plugin_dir_kind(entry) != kind:
             continue
         try:
             validate_plugin_name(entry.name)
         except PluginError as exc:
-            result.problems.append(f"user plugin {entry}: {exc}")
+            problems.append(f"{label} {entry}: {exc}")
             continue
         manifest, problem = read_manifest_lenient(entry / "plugin.yaml", entry.name)
         if problem:
-            result.problems.append(f"user plugin {entry.name!r}: {problem}")
-            logger.warning("user plugin %r: %s", entry.name, problem)
+            problems.append(f"{label} {entry.name!r}: {problem}")
+            logger.warning("%s %r: %s", label, entry.name, problem)
+        yield entry, manifest
+
+
+def _user(home: Path, result: Discovery) -> Iterable[ProviderInfo]:
+    for entry, manifest in user_plugin_dirs(home, "provider", result.problems, "user plugin"):
         yield ProviderInfo(name=entry.name, source="user", manifest=manifest, path=entry)
 
 

@@ -32,7 +32,11 @@ from typing import Any
 from memoryport.config import Config, load_config, save_config
 from memoryport.errors import ConfigError, PluginError
 from memoryport.plugins import hermes_compat
-from memoryport.plugins.discovery import ProviderInfo, installed_entry_points, plugin_dir_kind
+from memoryport.plugins.discovery import (
+    ProviderInfo,
+    installed_entry_points,
+    user_plugin_dirs,
+)
 from memoryport.plugins.hermes_general import (
     FIRED_HOOKS,
     HermesPluginContext,
@@ -44,7 +48,6 @@ from memoryport.plugins.hermes_general import (
 from memoryport.plugins.loader import _forget_modules, _import_user_dir, _user_module_name
 from memoryport.plugins.manifest import (
     PluginManifest,
-    read_manifest_lenient,
     validate_plugin_name,
 )
 
@@ -129,20 +132,7 @@ class GeneralDiscovery:
 
 
 def _user_plugins(home: Path, found: GeneralDiscovery) -> None:
-    root = home / "plugins"
-    if not root.is_dir():
-        return
-    for entry in sorted(root.iterdir()):
-        if entry.name.startswith(("_", ".")) or plugin_dir_kind(entry) != "general":
-            continue
-        try:
-            validate_plugin_name(entry.name)
-        except PluginError as exc:
-            found.problems.append(f"general plugin {entry}: {exc}")
-            continue
-        manifest, problem = read_manifest_lenient(entry / "plugin.yaml", entry.name)
-        if problem:
-            found.problems.append(f"general plugin {entry.name!r}: {problem}")
+    for entry, manifest in user_plugin_dirs(home, "general", found.problems, "general plugin"):
         found._add(GeneralPluginInfo(entry.name, "user", manifest, path=entry))
 
 
