@@ -293,3 +293,19 @@ def test_help_works_with_a_broken_config(home: Path) -> None:
     result = run("--help")
     assert_clean(result, 0)
     assert "config" in result.output
+
+
+# ----------------------------------------------------------------- the plugins section
+def test_config_set_types_the_plugins_section(home: Path) -> None:
+    """`plugins.enabled` is always stored as a list of names, `plugins.timeout_s` in range."""
+    assert_clean(run("config", "set", "plugins.enabled", "[hindsight, other]"), 0)
+    assert_clean(run("config", "set", "plugins.enabled", "42"), 0)
+    assert load_config(home).provider_section("plugins")["enabled"] == ["42"]
+    assert_clean(run("config", "set", "plugins.timeout_s", "5"), 0)
+    before = (home / "config.yaml").read_bytes()
+    for bad in ("0", "-1", "nan", "9999", "soon"):
+        result = run("config", "set", "plugins.timeout_s", bad)
+        assert_clean(result, 1)
+        assert "plugins.timeout_s" in result.output
+    assert (home / "config.yaml").read_bytes() == before
+    assert load_config(home).provider_section("plugins")["timeout_s"] == 5.0

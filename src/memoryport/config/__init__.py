@@ -202,11 +202,20 @@ _CONSTRAINTS: dict[str, tuple[tuple[str, ...] | None, float | None]] = {
     "sessions.backend": (("sqlite", "postgres"), None),
     "storage.backend": (("sqlite", "postgres"), None),
     "agent.compression_threshold_chars": (None, 1),
+    "plugins.timeout_s": (None, 0.001),
     "agent.max_tool_iterations": (None, 1),
+}
+
+# Keys with a declared type inside sections that are not blocks (the rest of such a
+# section, e.g. ``plugins.entries``, is free-form like a provider section).
+_SECTION_KEY_TYPES: dict[str, type[Any]] = {
+    "plugins.enabled": list,
+    "plugins.timeout_s": float,
 }
 
 # Largest value of each numeric setting (the smallest is in _CONSTRAINTS).
 _MAXIMA: dict[str, float] = {
+    "plugins.timeout_s": 3600,
     "memory.memory_char_limit": 1_000_000,
     "memory.user_char_limit": 1_000_000,
     "memory.max_external_providers": 64,
@@ -587,6 +596,9 @@ def set_value(home: Path, dotted: str, value: Any) -> Config:
         if key not in hints:
             raise ConfigError(f"{dotted}: unknown setting (known: {', '.join(hints)})")
         value = _check_value(dotted, coerce(dotted, value, hints[key]), hints[key])
+    elif dotted in _SECTION_KEY_TYPES:
+        tp = _SECTION_KEY_TYPES[dotted]
+        value = _check_value(dotted, coerce(dotted, value, tp), tp)
     else:
         validate_name(section, "provider section")
         if isinstance(value, str):
