@@ -450,6 +450,19 @@ def test_a_broken_plugin_is_reported_and_the_agent_runs(
     status = CliRunner().invoke(main, ["--home", str(home), "status", "--no-probe"])
     assert status.exit_code == 1
     assert "General plugin broken: " in status.output and expected in status.output
+    from memoryport.admin.doctor import diagnose
+
+    found = [c for c in diagnose(home) if c.name == "plugin"]
+    assert [c.status for c in found] == ["fail"] and expected in found[0].detail
+    assert "memoryport plugins disable broken" in found[0].fix
+
+
+def test_doctor_reports_an_enabled_plugin_that_loads(tmp_path: Path) -> None:
+    from memoryport.admin.doctor import diagnose
+
+    found = [c for c in diagnose(_home(tmp_path)) if c.name == "plugin"]
+    assert [c.status for c in found] == ["ok"]
+    assert "'hindsight' loads" in found[0].detail and "hindsight_retain" in found[0].detail
 
 
 def test_runs_next_to_the_memory_provider_without_taking_its_slot(

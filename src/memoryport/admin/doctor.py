@@ -385,6 +385,31 @@ def _check_sessions(home: Path) -> Iterator[Check]:
         yield from (Check(*found) for found in postgres_checks(settings.dsn))
 
 
+def _check_general_plugins(home: Path) -> Iterator[Check]:
+    """Each enabled Hermes general plugin: installed, loads, and its ``ctx`` calls mapped."""
+    from memoryport.plugins.general import general_report
+
+    try:
+        report = general_report(home, load_config(home), check=True)
+    except MemoryportError:
+        return  # the config check already reported the config
+    for problem in report["problems"]:
+        yield Check("plugins", "warn", problem, "fix plugins.* in config.yaml or the plugin")
+    for row in report["plugins"]:
+        if not row["enabled"]:
+            continue
+        name = row["name"]
+        if not row["installed"] or row.get("error"):
+            error = row.get("error") or "not installed"
+            yield Check("plugin", "fail", f"{name!r}: {error}",
+                        f"install it, or `memoryport plugins disable {name}`")
+            continue
+        tools = ", ".join(row.get("tools") or []) or "no tools"
+        yield Check("plugin", "ok", f"{name!r} loads ({tools})")
+        for warning in row.get("warnings") or []:
+            yield Check("plugin", "warn", f"{name!r}: {warning}", "see `memoryport plugins list`")
+
+
 _CHECKS = (
     _check_home,
     _check_env,
@@ -392,6 +417,7 @@ _CHECKS = (
     _check_sqlite,
     _check_sessions,
     _check_provider,
+    _check_general_plugins,
 )
 
 
@@ -401,7 +427,7 @@ def diagnose(home: Path) -> list[Check]:
     Never raises: a check that fails unexpectedly becomes a ``fail`` finding. Checks, in
     order: the home directory, ``.env``, ``config.yaml``, SQLite (FTS5, trigram, WAL), the
     session store (``state.db`` integrity and schema, or the PostgreSQL server), the
-    selected provider (installed, loads, available).
+    selected provider (installed, loads, available), each enabled general plugin.
     """
     checks: list[Check] = []
     with warnings.catch_warnings():
