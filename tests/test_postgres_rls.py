@@ -19,11 +19,12 @@ from psycopg.conninfo import make_conninfo
 
 import pgserver
 from memoryport.errors import SessionNotFound, StoreError
-from memoryport.storage.sessions.postgres import PostgresSessionStore, migrations
+from memoryport.storage.sessions.postgres import PostgresSessionStore, migrations, rank
 
 pytestmark = pytest.mark.postgres
 
 TABLES = ("sessions", "messages", "message_events")
+VIEW = migrations.SEARCH_VIEW
 
 
 @pytest.fixture
@@ -50,13 +51,7 @@ def roles(pg_server: pgserver.PgServer) -> Iterator[dict[str, str]]:
 
 def _grant_app(owner_dsn: str, schema: str, app_role: str) -> None:
     with psycopg.connect(owner_dsn, autocommit=True) as conn:
-        fmt = {"s": sql.Identifier(schema), "r": sql.Identifier(app_role)}
-        for statement in (
-            "GRANT USAGE ON SCHEMA {s} TO {r}",
-            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {s} TO {r}",
-            "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {s} TO {r}",
-        ):
-            conn.execute(sql.SQL(statement).format(**fmt))
+        migrations.grant_app_role(conn, schema, app_role)
 
 
 def _fill(store: PostgresSessionStore, who: str) -> dict[str, object]:
@@ -80,7 +75,7 @@ def _raw_rows(dsn: str, schema: str, scope: str | None) -> dict[str, list[tuple[
             t: conn.execute(
                 sql.SQL("SELECT * FROM {}.{}").format(sql.Identifier(schema), sql.Identifier(t))
             ).fetchall()
-            for t in TABLES
+            for t in (*TABLES, VIEW)
         }
 
 
@@ -125,7 +120,7 @@ def test_the_owner_role_is_bound_by_the_policies(roles: dict[str, str]) -> None:
         scoped = _raw_rows(roles["owner"], schema, "alice")
         assert scoped["sessions"] and scoped["messages"] and scoped["message_events"]
         assert "bob" not in json.dumps(scoped, default=str)
-        assert _raw_rows(roles["owner"], schema, None) == {t: [] for t in TABLES}
+        assert _raw_rows(roles["owner"], schema, None) == {t: [] for t in (*TABLES, VIEW)}
         everyone = _raw_rows(roles["owner"], schema, "*")
         assert len(everyone["sessions"]) == 6 and len(everyone["messages"]) == 8
     finally:
@@ -145,6 +140,8 @@ def test_an_application_role_is_bound_by_the_policies(roles: dict[str, str]) -> 
         _check_isolated(alice, bob)
         scoped = _raw_rows(roles["app"], schema, "alice")
         assert scoped["messages"] and "bob" not in json.dumps(scoped, default=str)
+        assert sorted(scoped[VIEW]) == sorted(scoped["messages"])  # the search view too
+        assert _raw_rows(roles["app"], schema, None) == {t: [] for t in (*TABLES, VIEW)}
         with psycopg.connect(roles["app"]) as conn:  # writing a row for another user fails
             conn.execute("SELECT set_config(%s, 'alice', false)", (migrations.SCOPE_SETTING,))
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
@@ -160,3 +157,74 @@ def test_an_application_role_is_bound_by_the_policies(roles: dict[str, str]) -> 
     finally:
         alice.close()
         bob_store.close()
+
+
+def _plan(dsn: str, query: sql.Composable, scope: str) -> str:
+    """``EXPLAIN`` of ``query`` (``%s``: the tsquery ``'zebra'``) on a fresh connection
+    with the given scope; sequential scans off, so a usable index is always taken."""
+    with psycopg.connect(dsn, cursor_factory=psycopg.ClientCursor) as conn:
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SELECT set_config(%s, %s, false)", (migrations.SCOPE_SETTING, scope))
+        explained = sql.SQL("EXPLAIN ") + query
+        return "\n".join(str(r[0]) for r in conn.execute(explained, ("zebra",)))
+
+
+def test_word_searches_of_an_application_role_use_the_word_index(roles: dict[str, str]) -> None:
+    """Policies hold a non-leakproof ``@@`` back from the GIN index; the search view, read
+    with the rights of an owner the policies no longer bind, lets the index serve it."""
+    schema = roles["schema"]
+    PostgresSessionStore(roles["owner"], schema=schema, pool_size=1).close()  # migrate
+    ranked = sql.SQL(rank._ALL).format(s=sql.Identifier(schema))  # the store's own query
+    table = sql.SQL("SELECT id FROM {}.messages WHERE tsv @@ %s::tsquery").format(
+        sql.Identifier(schema)
+    )
+    assert "messages_tsv" not in _plan(roles["owner"], ranked, "alice")  # FORCE: bound
+    _grant_app(roles["owner"], schema, roles["app_role"])
+    for scope in ("alice", "*"):
+        assert "messages_tsv" in _plan(roles["app"], ranked, scope)
+        assert "messages_tsv" not in _plan(roles["app"], table, scope)  # policies bind it
+    alice = PostgresSessionStore(roles["app"], schema=schema, user_id="alice", pool_size=1)
+    bob_store = PostgresSessionStore(roles["app"], schema=schema, user_id="bob", pool_size=1)
+    try:
+        _fill(alice, "alice")
+        bob = _fill(bob_store, "bob")
+        _check_isolated(alice, bob)
+        for query in ("zebra", '"secret zebra"', "zeb*", "alice OR bob", "zebra?"):
+            for sort in ("relevance", "newest", "oldest"):
+                hits = alice.search_messages(query, sort=sort, limit=50).hits
+                assert hits and all(h.message.content.startswith("alice") for h in hits)
+    finally:
+        alice.close()
+        bob_store.close()
+
+
+def test_the_search_view_refuses_writes_for_another_user(roles: dict[str, str]) -> None:
+    """An application role may only read the view; given every privilege on it (``GRANT
+    ... ON ALL TABLES``), its check option still refuses a row the policy would."""
+    schema = roles["schema"]
+    owner = PostgresSessionStore(roles["owner"], schema=schema, user_id="bob", pool_size=1)
+    sid = owner.create_session("bob-s").id
+    owner.close()
+    _grant_app(roles["owner"], schema, roles["app_role"])
+    insert = sql.SQL("INSERT INTO {}.{} (session_id, role, timestamp) VALUES (%s, 'user', 0)")
+    statement = insert.format(sql.Identifier(schema), sql.Identifier(VIEW))
+    with psycopg.connect(roles["app"]) as conn:
+        conn.execute("SELECT set_config(%s, 'alice', false)", (migrations.SCOPE_SETTING,))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(statement, (sid,))
+    with psycopg.connect(roles["owner"], autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("GRANT ALL ON ALL TABLES IN SCHEMA {} TO {}").format(
+                sql.Identifier(schema), sql.Identifier(roles["app_role"])
+            )
+        )
+    with psycopg.connect(roles["app"]) as conn:
+        conn.execute("SELECT set_config(%s, 'alice', false)", (migrations.SCOPE_SETTING,))
+        with pytest.raises(psycopg.errors.WithCheckOptionViolation):
+            conn.execute(statement, (sid,))
+        conn.rollback()
+        conn.execute("SELECT set_config(%s, 'alice', false)", (migrations.SCOPE_SETTING,))
+        deleted = conn.execute(
+            sql.SQL("DELETE FROM {}.{}").format(sql.Identifier(schema), sql.Identifier(VIEW))
+        )
+        assert deleted.rowcount == 0

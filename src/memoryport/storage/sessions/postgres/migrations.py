@@ -46,10 +46,12 @@ __all__ = [
     "PUNCTUATION_REGEX",
     "SCOPE_SETTING",
     "SEARCH_FOLD",
+    "SEARCH_VIEW",
     "Migration",
     "applied",
     "ensure_trigram_index",
     "fold_text",
+    "grant_app_role",
     "migrate",
     "pending",
     "search_doc",
@@ -322,6 +324,60 @@ def m009_row_security(cur: Cursor, schema: sql.Identifier) -> None:
         cur.execute(
             sql.SQL(f"CREATE POLICY user_scope ON {{s}}.{{t}} USING ({expression})").format(**fmt)
         )
+
+
+SEARCH_VIEW = "message_search"
+"""The view word searches read ``messages`` through (see :func:`m020_message_search_view`)."""
+
+
+@_migration
+def m020_message_search_view(cur: Cursor, schema: sql.Identifier) -> None:
+    """``message_search``: ``messages`` filtered by the ``user_scope`` policy's own
+    expression, read with the view owner's rights.
+
+    Under row-level security PostgreSQL lets an index serve a condition only when its
+    operator is ``LEAKPROOF`` (``restriction_is_securely_promotable``), and ``@@``,
+    ``ILIKE`` and ``~`` are not, so every word search on a policy-bound connection read
+    the whole table. A view runs with its owner's rights: when the owner is not bound
+    (an application role uses the store, see :func:`grant_app_role`) the word condition
+    is an ordinary qual that the GIN and trigram indexes serve, and the view's ``WHERE``
+    -- the same expression and setting as the policy -- keeps every other user's rows
+    out. Not a ``security_barrier`` view (that would hold the word condition above the
+    filter again); ``CHECK OPTION`` holds a write through the view to the same rule.
+    While the owner is bound (``FORCE``, one role for everything) the policies apply
+    inside the view as well. A later migration dropping a column of ``messages`` must
+    drop and re-create this view."""
+    cur.execute(
+        sql.SQL(
+            f"CREATE VIEW {{s}}.{{v}} AS SELECT * FROM {{s}}.messages"
+            f" WHERE {POLICIES['messages']} WITH CASCADED CHECK OPTION"
+        ).format(s=schema, v=sql.Identifier(SEARCH_VIEW))
+    )
+
+
+def grant_app_role(conn: psycopg.Connection[Any], schema: str, role: str) -> None:
+    """Let ``role`` (an ordinary login role, not the owner) use the store at ``schema``;
+    run by the schema's owner after :func:`migrate`. Idempotent.
+
+    ``role`` gets reads and writes on the tables (the ``user_scope`` policies bind it:
+    it is not their owner) and only ``SELECT`` on :data:`SEARCH_VIEW`. The policies stop
+    binding the owner (``NO FORCE``), which makes the view fast for ``role``: keep the
+    owner for migrations and administration, and connect agents as ``role``.
+    """
+    fmt = {"s": sql.Identifier(schema), "r": sql.Identifier(role)}
+    statements = [
+        "GRANT USAGE ON SCHEMA {s} TO {r}",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON {s}.sessions, {s}.messages,"
+        " {s}.message_events, {s}.meta TO {r}",
+        "GRANT SELECT ON {s}._migrations TO {r}",
+        "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {s} TO {r}",
+        "REVOKE ALL ON {s}.{v} FROM {r}",
+        "GRANT SELECT ON {s}.{v} TO {r}",
+        *(f"ALTER TABLE {{s}}.{t} NO FORCE ROW LEVEL SECURITY" for t in POLICIES),
+    ]
+    with conn.transaction():
+        for statement in statements:
+            conn.execute(sql.SQL(statement).format(**fmt, v=sql.Identifier(SEARCH_VIEW)))
 
 
 def _trigram_ops(cur: Cursor) -> sql.Composable | None:

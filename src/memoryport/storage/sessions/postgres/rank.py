@@ -35,7 +35,11 @@ from memoryport.storage.sessions.postgres.dialect import (
     decode_text,
     encode_text,
 )
-from memoryport.storage.sessions.postgres.migrations import SCOPE_SETTING, ts_config
+from memoryport.storage.sessions.postgres.migrations import (
+    SCOPE_SETTING,
+    SEARCH_VIEW,
+    ts_config,
+)
 from memoryport.storage.sessions.query import Node, Or, ParsedQuery, Term, literal_node
 from memoryport.storage.sessions.temporal import (
     CONTEXT_DEPTH,
@@ -153,7 +157,7 @@ def estimate(cur: Cursor, schema: sql.Identifier, compiled: str) -> int:
     ``tsv`` column's statistics; no row is read). Only costs depend on it: every path it
     picks returns the same rows."""
     query = sql.SQL(
-        "EXPLAIN (FORMAT JSON) SELECT 1 FROM {s}.messages m WHERE m.tsv @@ {q}::tsquery"
+        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {{s}}.{SEARCH_VIEW} m WHERE m.tsv @@ {{q}}::tsquery"
     ).format(s=schema, q=sql.Literal(compiled))
     row = cur.execute(query).fetchone()
     plan = row[0] if row else None
@@ -167,11 +171,12 @@ def estimate(cur: Cursor, schema: sql.Identifier, compiled: str) -> int:
 
 
 _ALL = (
-    "SELECT m.id, ts_rank_cd(m.tsv, q, 1) FROM {s}.messages m, CAST(%s AS tsquery) AS q"
+    f"SELECT m.id, ts_rank_cd(m.tsv, q, 1) FROM {{s}}.{SEARCH_VIEW} m, CAST(%s AS tsquery) AS q"
     " WHERE m.tsv @@ q"
 )
 _RANGE = (
-    "SELECT x.id, ts_rank_cd(x.tsv, q, 1) FROM (SELECT m.id, m.tsv FROM {s}.messages m"
+    "SELECT x.id, ts_rank_cd(x.tsv, q, 1) FROM (SELECT m.id, m.tsv"
+    f" FROM {{s}}.{SEARCH_VIEW} m"
     " WHERE m.id > %s AND m.id <= %s OFFSET 0) AS x, CAST(%s AS tsquery) AS q"
     " WHERE x.tsv @@ q"
 )
@@ -420,7 +425,8 @@ def _literal_walk(
     seen = set(known)
     if estimate(cur, schema, expr) <= _LITERAL_FETCH:  # few matches: read them all by index
         query = sql.SQL(
-            "SELECT m.id FROM {s}.messages m WHERE m.tsv @@ CAST(%s AS tsquery) AND {c}"
+            f"SELECT m.id FROM {{s}}.{SEARCH_VIEW} m WHERE m.tsv @@ CAST(%s AS tsquery)"
+            " AND {c}"
             " ORDER BY m.id DESC LIMIT %s"
         ).format(s=schema, c=checks[0])
         rows = cur.execute(query, [expr, *checks[1], LITERAL_SCAN]).fetchall()
@@ -431,7 +437,7 @@ def _literal_walk(
     query = sql.SQL(
         "SELECT count(*) FILTER (WHERE m.tsv @@ q),"
         " array_agg(m.id ORDER BY m.id DESC) FILTER (WHERE m.tsv @@ q AND {c})"
-        " FROM {s}.messages m, CAST(%s AS tsquery) AS q WHERE m.id > %s AND m.id <= %s"
+        f" FROM {{s}}.{SEARCH_VIEW} m, CAST(%s AS tsquery) AS q WHERE m.id > %s AND m.id <= %s"
     ).format(s=schema, c=checks[0])
     found: list[int] = []
     scanned, chunk = 0, 4096

@@ -38,7 +38,7 @@ from memoryport.storage.sessions.postgres.dialect import (
     hit_from_row,
     message_from_row,
 )
-from memoryport.storage.sessions.postgres.migrations import CJK_REGEX, ts_config
+from memoryport.storage.sessions.postgres.migrations import CJK_REGEX, SEARCH_VIEW, ts_config
 from memoryport.storage.sessions.postgres.rank import Ranked, Scope
 from memoryport.storage.sessions.query import ParsedQuery, iter_terms, make_snippet
 from memoryport.storage.sessions.records import MessageRecord, SearchHit, SortOrder
@@ -138,7 +138,7 @@ def _trigram_ranked(
     """Every CJK match by occurrence score (ties: newest first), kept in scope."""
     needles = [t.text for t in iter_terms(parsed.root, negated=False)]
     score, score_params = _occurrence_score(needles)
-    query = sql.SQL("SELECT m.id, {score} FROM {s}.messages m WHERE {where}").format(
+    query = sql.SQL(f"SELECT m.id, {{score}} FROM {{s}}.{SEARCH_VIEW} m WHERE {{where}}").format(
         score=score, s=schema, where=sql.SQL(match[0])
     )
     rows = cur.execute(query, [*score_params, *match[1]]).fetchall()
@@ -160,7 +160,7 @@ def _ordered(
     most :data:`SMALL_MATCH` word-index matches, else a walk of ``messages_time``."""
     where, params = match
     if plan == "fts" and rank.estimate(cur, schema, params[0]) <= SMALL_MATCH:
-        query = sql.SQL("SELECT m.id, m.timestamp FROM {s}.messages m WHERE {w}").format(
+        query = sql.SQL(f"SELECT m.id, m.timestamp FROM {{s}}.{SEARCH_VIEW} m WHERE {{w}}").format(
             s=schema, w=sql.SQL(where)
         )
         rows = [(int(i), float(ts)) for i, ts in cur.execute(query, params)]
@@ -182,7 +182,7 @@ def _walk_by_time(
     ``messages_time`` index, never a plan chosen from a misjudged match count."""
     op, direction = ("<", "DESC") if newest else (">", "ASC")
     query = sql.SQL(
-        "SELECT m.id, m.timestamp, ({w}) FROM {s}.messages m"
+        f"SELECT m.id, m.timestamp, ({{w}}) FROM {{s}}.{SEARCH_VIEW} m"
         " WHERE (m.timestamp, m.id) {op} (%s, %s)"
         " ORDER BY m.timestamp {d}, m.id {d} LIMIT %s"
     ).format(w=sql.SQL(match[0]), s=schema, op=sql.SQL(op), d=sql.SQL(direction))
