@@ -39,13 +39,18 @@ from memoryport.plugins.manifest import (
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "FOLDER_SOURCES",
     "HERMES_ENTRY_POINT_GROUP",
+    "PROJECT_PLUGIN_SWITCHES",
     "SOURCES",
     "Discovery",
     "ProviderInfo",
     "bundled_providers_dir",
     "discover",
     "plugin_dir_kind",
+    "project_plugin_dirs",
+    "project_plugin_roots",
+    "user_plugin_dirs",
 ]
 
 logger = logging.getLogger(__name__)
@@ -56,8 +61,18 @@ ENTRY_POINT_GROUP = "memoryport.providers"
 HERMES_ENTRY_POINT_GROUP = "hermes_agent.memory_providers"
 """Hermes' entry-point group; packages written for Hermes are found here."""
 
-SOURCES = ("bundled", "user", "entry_point", "hermes_entry_point")
-"""Discovery sources in precedence order."""
+SOURCES = ("bundled", "user", "project", "entry_point", "hermes_entry_point")
+"""Discovery sources in precedence order (a checked-out project cannot shadow a provider
+that is bundled or installed in the home)."""
+
+FOLDER_SOURCES = ("user", "project")
+"""Sources whose plugins are folders imported under a synthetic package name."""
+
+PROJECT_PLUGIN_SWITCHES = ("MEMORYPORT_ENABLE_PROJECT_PLUGINS", "HERMES_ENABLE_PROJECT_PLUGINS")
+"""Environment variables that opt in to project plugins (``./.memoryport/plugins/`` and
+Hermes' ``./.hermes/plugins/`` under the current directory); off by default, because a
+repository checked out from elsewhere should not run code just by being the working
+directory."""
 
 _HEURISTIC_BYTES = 8192
 
@@ -347,7 +362,28 @@ def user_plugin_dirs(home: Path, kind: str, problems: list[str], label: str
     see :func:`plugin_dir_kind`) with valid names, each with its manifest. A bad name skips
     the folder, a broken ``plugin.yaml`` only warns; both are added to ``problems``, named
     with ``label``."""
-    root = home / "plugins"
+    yield from _plugin_dirs(home / "plugins", kind, problems, label)
+
+
+def project_plugin_roots() -> list[Path]:
+    """``./.memoryport/plugins`` and ``./.hermes/plugins`` when a switch in
+    ``PROJECT_PLUGIN_SWITCHES`` is set to 1/true/yes/on, else nothing."""
+    switches = (os.environ.get(name, "").strip().lower() for name in PROJECT_PLUGIN_SWITCHES)
+    if not any(value in ("1", "true", "yes", "on") for value in switches):
+        return []
+    cwd = Path.cwd()
+    return [cwd / ".memoryport" / "plugins", cwd / ".hermes" / "plugins"]
+
+
+def project_plugin_dirs(kind: str, problems: list[str], label: str
+                        ) -> Iterator[tuple[Path, PluginManifest]]:
+    """Like :func:`user_plugin_dirs`, for the project roots of :func:`project_plugin_roots`."""
+    for root in project_plugin_roots():
+        yield from _plugin_dirs(root, kind, problems, label)
+
+
+def _plugin_dirs(root: Path, kind: str, problems: list[str], label: str
+                 ) -> Iterator[tuple[Path, PluginManifest]]:
     if not root.is_dir():
         return
     for entry in sorted(root.iterdir()):
@@ -370,6 +406,11 @@ def _user(home: Path, result: Discovery) -> Iterable[ProviderInfo]:
         yield ProviderInfo(name=entry.name, source="user", manifest=manifest, path=entry)
 
 
+def _project(result: Discovery) -> Iterable[ProviderInfo]:
+    for entry, manifest in project_plugin_dirs("provider", result.problems, "project plugin"):
+        yield ProviderInfo(name=entry.name, source="project", manifest=manifest, path=entry)
+
+
 def discover(
     home: Path,
     *,
@@ -387,6 +428,7 @@ def discover(
     sources: list[Iterable[ProviderInfo]] = [
         _bundled(bundled_dir or bundled_providers_dir(), result),
         _user(home, result),
+        _project(result),
         _entry_points(
             ENTRY_POINT_GROUP,
             "entry_point",

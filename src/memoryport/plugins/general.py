@@ -33,8 +33,10 @@ from memoryport.config import Config, load_config, save_config
 from memoryport.errors import ConfigError, PluginError
 from memoryport.plugins import hermes_compat
 from memoryport.plugins.discovery import (
+    FOLDER_SOURCES,
     ProviderInfo,
     installed_entry_points,
+    project_plugin_dirs,
     user_plugin_dirs,
 )
 from memoryport.plugins.hermes_general import (
@@ -85,7 +87,7 @@ class GeneralPluginInfo:
     """One general plugin found on disk or in an installed distribution (not imported)."""
 
     name: str
-    source: str  # "user" or "entry_point"
+    source: str  # "user", "project" or "entry_point"
     manifest: PluginManifest
     path: Path | None = None
     entry_point: str = ""
@@ -134,6 +136,8 @@ class GeneralDiscovery:
 def _user_plugins(home: Path, found: GeneralDiscovery) -> None:
     for entry, manifest in user_plugin_dirs(home, "general", found.problems, "general plugin"):
         found._add(GeneralPluginInfo(entry.name, "user", manifest, path=entry))
+    for entry, manifest in project_plugin_dirs("general", found.problems, "general plugin"):
+        found._add(GeneralPluginInfo(entry.name, "project", manifest, path=entry))
 
 
 def _entry_point_plugins(
@@ -255,7 +259,7 @@ class GeneralLoadResult:
 
 def _import_target(info: GeneralPluginInfo) -> Any:
     """The plugin's module (user folder) or the object its entry point names."""
-    if info.source == "user":
+    if info.source in FOLDER_SOURCES:
         return _import_user_dir(ProviderInfo(info.name, "user", info.manifest, path=info.path))
     hermes_compat.register_plugin_package(_module_prefix(info))
     return metadata.EntryPoint(name=info.name, value=info.entry_point, group="").load()
@@ -263,7 +267,7 @@ def _import_target(info: GeneralPluginInfo) -> Any:
 
 def _module_prefix(info: GeneralPluginInfo) -> str:
     """The top-level module name the plugin's code is imported under."""
-    if info.source == "user":
+    if info.source in FOLDER_SOURCES:
         return _user_module_name(ProviderInfo(info.name, "user", info.manifest, path=info.path))
     return info.entry_point.partition(":")[0].partition(".")[0]
 

@@ -36,7 +36,7 @@ from memoryport.config import profile_name
 from memoryport.errors import ConfigError, PluginError
 from memoryport.plugins import hermes_compat
 from memoryport.plugins.ctx_tools import RegisteredTool, attach_tools
-from memoryport.plugins.discovery import Discovery, ProviderInfo, discover
+from memoryport.plugins.discovery import FOLDER_SOURCES, Discovery, ProviderInfo, discover
 from memoryport.provider import MemoryProvider
 
 __all__ = [
@@ -239,7 +239,7 @@ def _import_user_dir(info: ProviderInfo) -> types.ModuleType:
 
 def _resolve(info: ProviderInfo, home: Path, result: LoadResult) -> Any:
     ctx = PluginContext(home, info.name)
-    if info.source == "user":
+    if info.source in FOLDER_SOURCES:
         module = _import_user_dir(info)
         result.module = module
         provider = _from_module(module, ctx, result)
@@ -291,7 +291,7 @@ def load(name: str, home: Path, *, discovery: Discovery | None = None) -> LoadRe
     result.info = info
     before = set(sys.modules)
     prefixes = [info.module.partition(".")[0]] if info.module else []
-    if info.source == "user":
+    if info.source in FOLDER_SOURCES:
         prefixes = [_user_module_name(info)]
     hermes_compat.set_active_home(home)
     for hidden in found.shadowed:
