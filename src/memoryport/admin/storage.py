@@ -7,7 +7,8 @@ arrives before its parent. Ids, timestamps, counters, metadata and hidden source
 kept. A chunk is all or nothing, so an interrupted copy can simply be run again: with
 ``on_conflict="skip"`` (the default) sessions already copied are skipped.
 
-Only session history moves: curated memory and the fact store stay files in the home.
+``memoryport storage copy`` also moves curated memory and the audit log
+(:mod:`.storage_curated`) and the fact store and stored turns (:mod:`.storage_facts`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from memoryport.errors import StoreError
 from memoryport.storage.sessions.records import SessionRecord
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
 
-__all__ = ["CHUNK_SESSIONS", "CopyReport", "copy_sessions"]
+__all__ = ["CHUNK_SESSIONS", "CopyReport", "copy_sessions", "describe_target"]
 
 CHUNK_SESSIONS = 200
 """Sessions per chunk (a lineage tree is never split, so a chunk may hold more)."""
@@ -39,6 +40,13 @@ class CopyReport:
     messages: int
     skipped: int
     target: str
+
+
+def describe_target(dsn: str) -> str:
+    """``dsn`` as messages show it: host and database, never the password."""
+    from memoryport.storage.sessions.postgres.connect import describe_dsn
+
+    return describe_dsn(dsn)
 
 
 def _chunks(source: SQLiteSessionStore, size: int) -> Iterator[list[SessionRecord]]:

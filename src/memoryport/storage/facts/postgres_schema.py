@@ -15,7 +15,8 @@ through its m003), so the same queries run on both; what differs:
   so that row-level security can scope it like every other table.
 
 Row-level security: the turn index's policy (:data:`~memoryport.storage.turns.
-postgres_schema.POLICY`) on every table, ``FORCE``d.
+postgres_schema.POLICY`) on every table, ``FORCE``d; and its ``read_all`` policy
+(``SELECT`` only, for ``memoryport export``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from psycopg import sql
 from memoryport.storage.turns.postgres_schema import (
     SCOPE_SETTING,
     Migration,
+    enable_read_all,
     enable_row_security,
 )
 from memoryport.storage.turns.postgres_schema import migrate as run_migrations
@@ -170,9 +172,16 @@ def m002_row_security(cur: Cursor, schema: sql.Identifier) -> None:
     enable_row_security(cur, schema, TABLES)
 
 
+def m003_read_all(cur: Cursor, schema: sql.Identifier) -> None:
+    """The admin read of every user's rows (``SELECT`` only; see
+    :data:`~memoryport.storage.turns.postgres_schema.READ_ALL_SETTING`)."""
+    enable_read_all(cur, schema, TABLES)
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_facts", m001_facts),
     ("m002_row_security", m002_row_security),
+    ("m003_read_all", m003_read_all),
 ]
 
 

@@ -19,6 +19,7 @@ import time
 from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,11 +37,28 @@ from memoryport.storage.turns.postgres_terms import phrase_terms, terms
 from memoryport.storage.turns.rank import Weights
 from memoryport.storage.turns.schema import BLOCK_TURNS
 
-__all__ = ["PostgresTurnIndex"]
+__all__ = ["PostgresTurnIndex", "StoredTurn"]
 
 T = TypeVar("T")
 Cursor = psycopg.Cursor[Any]
 _Row = tuple[int, str, int, str, str, float, str, int]
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    """A turn as a store holds it (``memoryport storage copy`` and ``import`` load these):
+    its position in the session, when it was recorded and, when it has one, its dense
+    vector as stored (float32 bytes, any dimension) and the model that made it."""
+
+    user_id: str
+    session_id: str
+    position: int
+    speaker: str
+    text: str
+    timestamp: float
+    source_id: str
+    recorded_at: float
+    vector: tuple[str, bytes] | None = None
 
 
 class PostgresTurnIndex(base.TurnIndex):
@@ -224,6 +242,54 @@ class PostgresTurnIndex(base.TurnIndex):
                  for i, v in zip(ids, vecs, strict=True)])
         self._add_blocks(cur, user, rows, counted)
         return ids
+
+    def load_session(self, turns: Sequence[StoredTurn]) -> int:
+        """Store one session's turns as they were stored elsewhere (positions, times and
+        vectors kept; a turn without a vector gets one from this index's embedder, if it
+        has one), in one transaction; return how many were added: 0 when the session
+        already has turns here (so loading twice adds nothing)."""
+        if not turns:
+            return 0
+        user, session = turns[0].user_id, turns[0].session_id
+        if any((t.user_id, t.session_id) != (user, session) for t in turns):
+            raise ValueError("load_session: every turn must be of one user's one session")
+        checked = [base._check(base.TurnInput(t.session_id, t.speaker, t.text, t.timestamp,
+                                              t.source_id, t.user_id or None), i)
+                   for i, t in enumerate(turns)]
+        counted = terms([base._body(t.speaker, t.text) for t in checked])
+        missing = [n for n, t in enumerate(turns) if t.vector is None]
+        made = (self.embedder.embed([turns[n].text for n in missing])
+                if self.embedder is not None and missing else [])
+        fresh = dict(zip(missing, made, strict=False))
+
+        def load(cur: Cursor) -> int:
+            pgschema.lock_user(cur, pgschema.TURNS_LOCK, user)
+            if cur.execute(self._q("SELECT 1 FROM {s}.turns WHERE user_id = %s"
+                                   " AND session_id = %s LIMIT 1"), (user, session)).fetchone():
+                return 0
+            rows = [(user, t.session_id, t.position, t.speaker, t.text, float(t.timestamp),
+                     t.source_id, float(t.recorded_at), int(has_temporal_expression(t.text)),
+                     sum(bag.values())) for t, bag in zip(turns, counted, strict=True)]
+            found = cur.execute(self._q(
+                "INSERT INTO {s}.turns(user_id, session_id, position, speaker, text,"
+                " timestamp, source_id, recorded_at, temporal, length) SELECT * FROM unnest("
+                "%s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::float8[],"
+                " %s::text[], %s::float8[], %s::int[], %s::int[]) RETURNING position, id"),
+                [list(col) for col in zip(*rows, strict=True)]).fetchall()
+            by_position = {int(p): int(i) for p, i in found}
+            ids = [by_position[r[2]] for r in rows]
+            self._index_rows(cur, user, checked, counted, None, rows, ids)
+            vecs = [(i, t.vector[0], self._vec_param(vectors.decode(t.vector[1])))
+                    for i, t in zip(ids, turns, strict=True) if t.vector is not None]
+            name = self.embedder.name if self.embedder is not None else ""
+            vecs += [(ids[n], name, self._vec_param(v)) for n, v in fresh.items()]
+            if vecs:
+                cast = "%s::real[]::vector" if self._vector_type.startswith("vector") else "%s"
+                cur.executemany(self._q(
+                    "INSERT INTO {s}.turn_vectors(turn_id, user_id, model, vec)"
+                    f" VALUES (%s, %s, %s, {cast})"), [(i, user, m, v) for i, m, v in vecs])
+            return len(ids)
+        return self._run(load, "load", user)
 
     def _vec_param(self, vector: array[float]) -> object:
         return list(vector) if self._vector_type.startswith("vector") else vectors.encode(vector)

@@ -26,6 +26,9 @@ Tables (every one carries ``user_id``, ``''`` for rows without a user):
 Row-level security: every table has a ``user_scope`` policy (``FORCE``d, so it binds the
 owner too): a connection sees and writes only the rows of the user named in its
 :data:`SCOPE_SETTING`; the stores set it (per connection) to the user of each call.
+A second, ``SELECT``-only policy, ``read_all``, lets a connection whose
+:data:`READ_ALL_SETTING` is ``on`` read every user's rows: only ``memoryport export`` of a
+PostgreSQL home sets it (the stores never do).
 """
 
 from __future__ import annotations
@@ -45,10 +48,12 @@ __all__ = [
     "LEDGER_TABLE",
     "LOCK_KEY",
     "MIGRATIONS",
+    "READ_ALL_SETTING",
     "SCOPE_SETTING",
     "TURNS_LOCK",
     "Migration",
     "PgLedger",
+    "enable_read_all",
     "enable_row_security",
     "has_pgvector",
     "lock_user",
@@ -75,6 +80,12 @@ SCOPE_SETTING = "memoryport.holo_user"
 alone for the rows without a user). Unset or anything else, the policies let no row
 through (a bare ``''`` cannot pass for the no-user scope)."""
 
+READ_ALL_SETTING = "memoryport.holo_read_all"
+"""Set to ``on`` (per transaction) by the admin tools that read every user's rows
+(``memoryport export`` of a PostgreSQL home): the ``read_all`` policies let such a
+connection ``SELECT`` every row and write none. The stores never set it, so a store's
+query that forgot its ``user_id`` filter still sees only its own user's rows."""
+
 _SCOPE = f"current_setting('{SCOPE_SETTING}', true)"
 POLICY = f"{_SCOPE} LIKE '=%' AND user_id = substr({_SCOPE}, 2)"
 """The ``USING``/``WITH CHECK`` expression of every table's ``user_scope`` policy."""
@@ -99,6 +110,14 @@ def enable_row_security(cur: Cursor, schema: sql.Identifier, tables: tuple[str, 
         cur.execute(sql.SQL("ALTER TABLE {s}.{t} FORCE ROW LEVEL SECURITY").format(**fmt))
         cur.execute(sql.SQL(f"CREATE POLICY user_scope ON {{s}}.{{t}} USING ({POLICY})"
                             f" WITH CHECK ({POLICY})").format(**fmt))
+
+
+def enable_read_all(cur: Cursor, schema: sql.Identifier, tables: tuple[str, ...]) -> None:
+    """Add the ``read_all`` policy (``SELECT`` only, :data:`READ_ALL_SETTING` = ``on``)."""
+    for table in tables:
+        fmt = {"s": schema, "t": sql.Identifier(table)}
+        cur.execute(sql.SQL("CREATE POLICY read_all ON {s}.{t} FOR SELECT USING ("
+                            f"current_setting('{READ_ALL_SETTING}', true) = 'on')").format(**fmt))
 
 
 def has_pgvector(cur: Cursor) -> bool:
@@ -195,10 +214,16 @@ def m003_row_security(cur: Cursor, schema: sql.Identifier) -> None:
     enable_row_security(cur, schema, TABLES)
 
 
+def m004_read_all(cur: Cursor, schema: sql.Identifier) -> None:
+    """The admin read of every user's rows (:data:`READ_ALL_SETTING`), ``SELECT`` only."""
+    enable_read_all(cur, schema, TABLES)
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_turns", m001_turns),
     ("m002_turn_vectors", m002_turn_vectors),
     ("m003_row_security", m003_row_security),
+    ("m004_read_all", m004_read_all),
 ]
 
 

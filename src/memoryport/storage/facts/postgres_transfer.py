@@ -1,0 +1,278 @@
+"""Fact-store rows in and out of a PostgreSQL schema, for ``memoryport storage copy`` and
+``memoryport export``/``import`` on a PostgreSQL home.
+
+The rows are the portable ones (the archive's ``facts.jsonl``): one dict per row of
+``facts``, ``entities``, ``fact_entities`` and ``fact_revisions`` with the SQLite store's
+columns (the PostgreSQL-only ``length``/``indexed`` and ``fact_entities.user_id`` are
+left out on the way out and filled in on the way in).
+
+:class:`FactLoader` writes them, one user's :class:`FactGroup` after another, each call of
+:meth:`FactLoader.load` one transaction (all or nothing), under the user's scope and
+write lock, with the postings indexed before it commits:
+
+* into a schema that has never held a fact, entity or revision (its identity sequences
+  unused), every row keeps its id (a row whose id another host took meanwhile gets a
+  new one) and nothing is compared: the copy is exact;
+* otherwise rows are merged as the SQLite import merges them: a fact already there (the
+  same live statement of the same user, or the same statement recorded at the same
+  time) is skipped, an entity with the same key is reused, the others get new ids with
+  their links and revisions mapped;
+* ``superseded_by`` is written once its target is known, so a chain may span groups;
+* with ``source``, each fact written also gets an ``import`` revision naming it.
+
+:func:`dump_facts` reads every user's rows of a schema, through the ``read_all`` policy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from memoryport.storage.facts import postgres_sql
+from memoryport.storage.turns.postgres_schema import (
+    FACTS_LOCK,
+    READ_ALL_SETTING,
+    SCOPE_SETTING,
+    lock_user,
+)
+
+__all__ = ["TABLES", "FactGroup", "FactLoader", "dump_facts"]
+
+TABLES = ("facts", "entities", "fact_entities", "fact_revisions")
+"""The portable tables, in the order they are restored."""
+
+_PG_ONLY = {"facts": {"length", "indexed"}, "fact_entities": {"user_id"}}
+_IDENTITY = ("facts", "entities", "fact_revisions")
+
+Row = dict[str, Any]
+Cursor = psycopg.Cursor[Any]
+
+
+@dataclass
+class FactGroup:
+    """One user's rows to load in one transaction (any list may be empty)."""
+
+    user_id: str
+    facts: list[Row] = field(default_factory=list)
+    entities: list[Row] = field(default_factory=list)
+    links: list[Row] = field(default_factory=list)
+    revisions: list[Row] = field(default_factory=list)
+
+
+def _columns(cur: Cursor, schema: str, table: str) -> list[str]:
+    rows = cur.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = %s"
+        " AND table_name = %s ORDER BY ordinal_position", (schema, table)).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def dump_facts(conn: psycopg.Connection[Any], schema: str) -> Iterator[tuple[str, Row]]:
+    """``(table, row)`` of every user's rows, table by table in :data:`TABLES` order, by
+    id, from one snapshot (a repeatable-read transaction on ``conn``, autocommit)."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        cur.execute("SELECT set_config(%s, 'on', true)", (READ_ALL_SETTING,))
+        for table in TABLES:
+            cols = [c for c in _columns(cur, schema, table) if c not in _PG_ONLY.get(table, ())]
+            if not cols:
+                continue
+            order = "id" if "id" in cols else "fact_id, entity_id"
+            query = sql.SQL("SELECT {c} FROM {t} ORDER BY " + order).format(
+                c=sql.SQL(", ").join(map(sql.Identifier, cols)),
+                t=sql.Identifier(schema, table))
+            with conn.cursor(name=f"dump_{table}") as named:
+                named.itersize = 2000
+                for row in named.execute(query):
+                    yield table, dict(zip(cols, row, strict=True))
+
+
+class FactLoader:
+    """Write portable fact rows into ``schema`` (see the module); ``conn`` is an
+    autocommit connection the loader uses for its transactions."""
+
+    def __init__(self, conn: psycopg.Connection[Any], schema: str, *,
+                 source: str | None = None) -> None:
+        self.conn, self.schema, self.source = conn, schema, source
+        self._s = sql.Identifier(schema)
+        conn.execute(sql.SQL("SET search_path TO {}").format(self._s))
+        with conn.cursor() as cur:
+            self.columns = {t: set(_columns(cur, schema, t)) for t in TABLES}
+            self.keep_ids = all(self._last_id(cur, t) is None for t in _IDENTITY)
+        self.fact_ids: dict[int, int] = {}
+        self.entity_ids: dict[int, int] = {}
+        self.pending: list[tuple[str, int, int]] = []  # (user, fact, superseded_by old id)
+        self.max_ids: dict[str, int] = {}
+        self.written = 0
+        self.skipped = 0
+
+    def _last_id(self, cur: Cursor, table: str) -> int | None:
+        row = cur.execute("SELECT pg_sequence_last_value(pg_get_serial_sequence(%s, 'id'))",
+                          (sql.Identifier(self.schema, table).as_string(cur),)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    # ------------------------------------------------------------------ one transaction
+    def load(self, groups: Sequence[FactGroup]) -> None:
+        """Load ``groups`` in one transaction; the id maps grow only when it commits."""
+        facts, entities, pending = dict(self.fact_ids), dict(self.entity_ids), list(self.pending)
+        written = skipped = 0
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            if self.keep_ids:
+                cur.execute(sql.SQL("LOCK TABLE {s}.facts, {s}.entities, {s}.fact_revisions"
+                                    " IN SHARE ROW EXCLUSIVE MODE").format(s=self._s))
+            for group in groups:
+                step = _Group(self, cur, group, facts, entities)
+                step.run()
+                pending.extend(step.supersede)
+                pending = step.resolve(pending)
+                written += len(step.written)
+                skipped += step.skipped
+            if self.keep_ids:
+                self._bump_sequences(cur)
+        self.fact_ids, self.entity_ids, self.pending = facts, entities, pending
+        self.written += written
+        self.skipped += skipped
+
+    def _bump_sequences(self, cur: Cursor) -> None:
+        """Move each identity sequence past the highest id this loader inserted."""
+        for table, top in self.max_ids.items():
+            name = sql.Identifier(self.schema, table).as_string(cur)
+            cur.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), greatest(%s, coalesce("
+                        "pg_sequence_last_value(pg_get_serial_sequence(%s, 'id')), 1)))",
+                        (name, top, name))
+
+    def insert(self, cur: Cursor, table: str, rows: Sequence[Row], keep: bool) -> list[int]:
+        """Insert ``rows`` into ``table`` (their ids kept when ``keep`` and free);
+        return the new ids in order."""
+        out: list[int] = []
+        for row in rows:
+            values = {k: v for k, v in row.items() if k in self.columns[table]}
+            if not keep:
+                values.pop("id", None)
+            found = self._insert_one(cur, table, values, keep and "id" in values)
+            if found is None:  # the id is taken: a new one
+                values.pop("id", None)
+                found = self._insert_one(cur, table, values, False)
+            out.append(int(found or 0))
+        if out:
+            self.max_ids[table] = max(self.max_ids.get(table, 0), *out)
+        return out
+
+    def _insert_one(self, cur: Cursor, table: str, values: Row, on_id: bool) -> int | None:
+        query = sql.SQL("INSERT INTO {t} ({c}) VALUES ({v}){conflict} RETURNING id").format(
+            t=sql.Identifier(self.schema, table),
+            c=sql.SQL(", ").join(map(sql.Identifier, values)),
+            v=sql.SQL(", ").join(sql.Placeholder() * len(values)),
+            conflict=sql.SQL(" ON CONFLICT (id) DO NOTHING" if on_id else ""))
+        row = cur.execute(query, list(values.values())).fetchone()
+        return None if row is None else int(row[0])
+
+
+class _Group:
+    """One user's part of a :meth:`FactLoader.load` transaction."""
+
+    def __init__(self, loader: FactLoader, cur: Cursor, group: FactGroup,
+                 facts: dict[int, int], entities: dict[int, int]) -> None:
+        self.loader, self.cur, self.group = loader, cur, group
+        self.user = group.user_id
+        self.facts, self.entities = facts, entities
+        self.written: list[int] = []
+        self.skipped = 0
+        self.supersede: list[tuple[str, int, int]] = []
+
+    def run(self) -> None:
+        cur, s = self.cur, sql.Identifier(self.loader.schema)
+        cur.execute("SELECT set_config(%s, %s, true)", (SCOPE_SETTING, "=" + self.user))
+        lock_user(cur, FACTS_LOCK, self.user)
+        self._entities()
+        self._facts()
+        for link in self.group.links:
+            fact = self.facts.get(int(link["fact_id"]))
+            entity = self.entities.get(int(link["entity_id"]))
+            if fact is not None and entity is not None:
+                cur.execute(sql.SQL("INSERT INTO {s}.fact_entities (fact_id, entity_id)"
+                                    " VALUES (%s, %s) ON CONFLICT DO NOTHING").format(s=s),
+                            (fact, entity))
+        self._revisions()
+        shared = postgres_sql.PgConnection(self.loader.conn, self.user, self.loader.schema)
+        postgres_sql.index_dirty(shared)
+
+    def _entities(self) -> None:
+        rows = self.group.entities
+        if not self.loader.keep_ids and rows:
+            found = dict(self.cur.execute(
+                "SELECT key, id FROM entities WHERE user_id = %s AND key = ANY(%s)",
+                (self.user, [r.get("key") for r in rows])).fetchall())
+            fresh = [r for r in rows if r.get("key") not in found]
+            for row in rows:
+                if row.get("key") in found:
+                    self.entities[int(row["id"])] = int(found[row.get("key")])
+            rows = fresh
+        ids = self.loader.insert(self.cur, "entities", rows, self.loader.keep_ids)
+        for row, new in zip(rows, ids, strict=True):
+            self.entities[int(row["id"])] = new
+
+    def _existing(self) -> dict[str, list[tuple[int, bool, float]]]:
+        hashes = [r.get("content_hash") for r in self.group.facts]
+        out: dict[str, list[tuple[int, bool, float]]] = {}
+        if self.loader.keep_ids or not hashes:
+            return out
+        for fid, digest, live, recorded in self.cur.execute(
+                "SELECT id, content_hash, retired_at IS NULL, recorded_at FROM facts"
+                " WHERE user_id = %s AND content_hash = ANY(%s)", (self.user, hashes)):
+            out.setdefault(str(digest), []).append((int(fid), bool(live), float(recorded)))
+        return out
+
+    def _facts(self) -> None:
+        existing = self._existing()
+        for row in self.group.facts:
+            old = int(row["id"])
+            match = next((fid for fid, live, recorded in existing.get(
+                str(row.get("content_hash")), [])
+                if (live and row.get("retired_at") is None) or recorded == row.get(
+                    "recorded_at")), None)
+            if match is not None:
+                self.facts[old] = match
+                self.skipped += 1
+            else:
+                (new,) = self.loader.insert(self.cur, "facts", [{**row, "superseded_by": None}],
+                                            self.loader.keep_ids)
+                self.facts[old] = new
+                self.written.append(new)
+            target = row.get("superseded_by")
+            if target is not None:
+                self.supersede.append((self.user, self.facts[old], int(target)))
+
+    def _revisions(self) -> None:
+        written = set(self.written)
+        keep = self.loader.keep_ids
+        rows = []
+        for row in self.group.revisions:
+            fact = self.facts.get(int(row["fact_id"]))
+            if keep:
+                rows.append({**row, "fact_id": int(row["fact_id"]) if fact is None else fact})
+            elif fact is not None and fact in written:
+                rows.append({**row, "fact_id": fact})
+        self.loader.insert(self.cur, "fact_revisions", rows, keep)
+        if self.loader.source is not None and self.written:
+            self.cur.executemany(
+                "INSERT INTO fact_revisions (fact_id, user_id, action, actor, at)"
+                " VALUES (%s, %s, 'import', %s, %s)",
+                [(fid, self.user, self.loader.source, time.time()) for fid in self.written])
+
+    def resolve(self, pending: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+        """Write the ``superseded_by`` links of this user whose target is known now;
+        return the others."""
+        left = []
+        for user, fact, old_target in pending:
+            target = self.facts.get(old_target)
+            if user != self.user or target is None:
+                left.append((user, fact, old_target))
+                continue
+            self.cur.execute("UPDATE facts SET superseded_by = %s WHERE id = %s"
+                             " AND superseded_by IS NULL", (target, fact))
+        return left
