@@ -12,7 +12,7 @@ from typing import IO, Any
 import psycopg
 from psycopg import sql
 
-from memoryport.errors import StoreError
+from memoryport.errors import SessionNotFound, StoreError
 from memoryport.storage.sessions.portable import ExportWriter, Progress
 from memoryport.storage.sessions.postgres.dialect import (
     message_from_row,
@@ -22,10 +22,12 @@ from memoryport.storage.sessions.postgres.dialect import (
 )
 from memoryport.storage.sessions.postgres.migrations import ensure_trigram_index, search_doc
 from memoryport.storage.sessions.records import (
+    SESSION_UPDATABLE_FIELDS,
     ImportReport,
     MessageInput,
     MessageRecord,
     SessionRecord,
+    SyncReport,
 )
 from memoryport.storage.sessions.rows import (
     MESSAGE_COLUMNS,
@@ -43,6 +45,7 @@ __all__ = [
     "index_problems",
     "prune_empty",
     "rebuild_indexes",
+    "sync_entries",
 ]
 
 Cursor = psycopg.Cursor[Any]
@@ -344,3 +347,123 @@ def append_batch(
         event_columns = [list(c) for c in zip(*events, strict=True)]
         cur.execute(events_statement(schema), event_columns, prepare=True)
     return ids
+
+
+def _insert_rows(cur: Cursor, schema: sql.Identifier, rows: Sequence[tuple[Any, ...]]) -> list[int]:
+    """Insert message rows (``message_values`` tuples, any sessions) in input order and
+    store their event windows; the new ids, ascending in input order."""
+    columns: list[list[Any]] = [list(c) for c in zip(*rows, strict=True)]
+    found = cur.execute(_rows_statement(schema), columns, prepare=True).fetchall()
+    ids = [int(row[0]) for row in found]
+    if len(ids) != len(rows):
+        raise StoreError(f"{len(rows) - len(ids)} of {len(rows)} messages were not written")
+    events = [e for i, r in zip(ids, rows, strict=True) for e in event_rows(i, r[2], r[3])]
+    if events:
+        cur.execute(events_statement(schema), [list(c) for c in zip(*events, strict=True)],
+                    prepare=True)  # fmt: skip
+    return ids
+
+
+def _rows_statement(schema: sql.Identifier) -> sql.Composed:
+    """``INSERT`` of message rows given as column arrays (``session_id`` first)."""
+    names = ", ".join(name for name, _ in _COLUMNS)
+    arrays = ", ".join(f"%s::{kind}[]" for _, kind in (("session_id", "text"), *_COLUMNS))
+    return sql.SQL(
+        f"WITH m AS (INSERT INTO {{s}}.messages (session_id, {names})"
+        f" SELECT session_id, {names} FROM unnest({arrays}) WITH ORDINALITY"
+        f" AS r(session_id, {names}, ord) ORDER BY r.ord RETURNING id)"
+        " SELECT id FROM m ORDER BY id"
+    ).format(s=schema)
+
+
+_SYNC_LOCK = 0x73796E63  # "sync": with the schema's hash, one sync transaction at a time
+_SESSION_NAMES = SESSION_COLUMNS.replace("s.", "").split(", ")
+_FIELDS = sorted(SESSION_UPDATABLE_FIELDS)
+
+
+def _sync_statements(schema: sql.Identifier) -> tuple[sql.Composed, sql.Composed]:
+    """The session ``INSERT`` and the grown-session ``UPDATE`` of :func:`sync_entries`."""
+    insert = sql.SQL(
+        f"INSERT INTO {{s}}.sessions ({', '.join(_SESSION_NAMES)})"
+        f" VALUES ({', '.join(['%s'] * len(_SESSION_NAMES))})"
+    ).format(s=schema)
+    update = sql.SQL(
+        f"UPDATE {{s}}.sessions SET {', '.join(f'{k} = %s' for k in _FIELDS)},"
+        " message_count = message_count + %s,"
+        " last_active_at = greatest(last_active_at, %s) WHERE id = %s"
+    ).format(s=schema)
+    return insert, update
+
+
+def sync_entries(
+    cur: Cursor,
+    schema: sql.Identifier,
+    entries: Sequence[tuple[SessionRecord, Sequence[MessageInput]]],
+    now: float,
+    user_of: Callable[[str | None], str | None],
+) -> SyncReport:
+    """Write ``entries`` (see ``SessionStore.sync_sessions``) in the caller's transaction.
+
+    All or nothing: an unknown parent raises ``SessionNotFound`` and the caller rolls the
+    whole batch back. Sync transactions on one schema take a transaction advisory lock
+    (appends do not), and the stored sessions they grow are locked ``FOR UPDATE``, so two
+    processes re-running one import never append the same messages twice. Messages of
+    every session go in one array ``INSERT`` (ids ascend in input order).
+    """
+    name = schema.as_string(cur)
+    cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_SYNC_LOCK, name))
+    wanted = sorted({r.id for r, _ in entries}
+                    | {r.parent_session_id for r, _ in entries if r.parent_session_id})  # fmt: skip
+    found = cur.execute(
+        sql.SQL(
+            "SELECT id, message_count, user_id FROM {s}.sessions WHERE id = ANY(%s)"
+            " ORDER BY id FOR UPDATE"
+        ).format(s=schema),
+        (wanted,),
+    ).fetchall()
+    stored: dict[str, tuple[int, str | None]] = {r[0]: (int(r[1]), r[2]) for r in found}
+    created: list[list[Any]] = []
+    grown: list[list[Any]] = []
+    rows: list[tuple[Any, ...]] = []
+    unchanged = appended = 0
+    for record, messages in entries:
+        have = stored[record.id][0] if record.id in stored else None
+        if have is not None and have >= len(messages):
+            unchanged += 1
+            continue
+        new = [message_values(record.id, m, now) for m in messages[have or 0 :]]
+        newest = max((float(r[3]) for r in new), default=0.0)
+        if have is None:
+            created.append(_created_row(record, stored, user_of, len(new), newest))
+            stored[record.id] = (len(messages), created[-1][2])
+        else:
+            values = session_values(replace(record, message_count=len(new)))
+            fields = [values[_SESSION_NAMES.index(k)] for k in _FIELDS]
+            grown.append([*fields, len(new), newest, record.id])
+            appended += len(new)
+        rows.extend(new)
+    insert, update = _sync_statements(schema)
+    if created:
+        cur.executemany(insert, created)
+    if grown:
+        cur.executemany(update, grown)
+    if rows:
+        _insert_rows(cur, schema, rows)
+    return SyncReport(len(created), len(grown), unchanged, len(rows) - appended, appended)
+
+
+def _created_row(
+    record: SessionRecord,
+    stored: dict[str, tuple[int, str | None]],
+    user_of: Callable[[str | None], str | None],
+    count: int,
+    newest: float,
+) -> list[Any]:
+    """Insert values of a new session: its parent must be stored or created earlier."""
+    parent = record.parent_session_id or None
+    if parent is not None and parent not in stored:
+        raise SessionNotFound(f"unknown parent session {parent!r} of {record.id!r}")
+    user = user_of(record.user_id) or (stored[parent][1] if parent is not None else None)
+    draft = replace(record, user_id=user, parent_session_id=parent, message_count=count,
+                    last_active_at=max(record.started_at, newest))  # fmt: skip
+    return session_values(draft)

@@ -39,6 +39,7 @@ from memoryport.storage.sessions.postgres.bulk import (
     index_problems,
     prune_empty,
     rebuild_indexes,
+    sync_entries,
 )
 from memoryport.storage.sessions.postgres.connect import CONNECT_TIMEOUT_S, check_connection
 from memoryport.storage.sessions.postgres.dialect import (
@@ -62,6 +63,7 @@ from memoryport.storage.sessions.records import (
     SessionRecord,
     SessionSummary,
     SortOrder,
+    SyncReport,
 )
 from memoryport.storage.sessions.rows import (
     MESSAGE_COLUMNS,
@@ -313,6 +315,12 @@ class PostgresSessionStore(SessionStore):
             return ids
 
         return self._run(do)
+
+    def _sync(
+        self, entries: list[tuple[SessionRecord, list[MessageInput]]], now: float
+    ) -> SyncReport:
+        """The whole batch in one transaction (all or nothing, see ``bulk.sync_entries``)."""
+        return self._run(lambda c: sync_entries(c, self._s, entries, now, self._user))
 
     def get_messages(
         self, session_id: str, *, limit: int | None = None, offset: int = 0
