@@ -1,45 +1,117 @@
 """The PostgreSQL side of ``bench_sessions.py``: one schema per store on one server.
 
 Without ``--dsn`` the distribution's PostgreSQL (with ``pg_trgm``) is started for the run
-from ``tests/pgserver.py``; the test helper turns durability off, so it is turned back on
-here (``fsync``, ``full_page_writes``, ``synchronous_commit`` at their defaults): ingest
+(:func:`start_durable_server`) with durability at its defaults (``fsync``,
+``full_page_writes``, ``synchronous_commit`` on, unlike the test suite's servers): ingest
 figures then include a real WAL flush per commit, as on a production server. The stores
-connect as an ordinary role that owns its schemas (the server's own user is a superuser,
-which row-level security never applies to), so the figures include the policies.
+connect as an application role (``memoryport_app``, or ``--pg-app-role`` on a ``--dsn``
+server) that the schemas' owner (``memoryport``, the ``--dsn`` role) grants the store to
+with ``grant_app_role``: the policies bind it (the server's own user is a superuser, which
+row-level security never applies to), so the figures include them. Without an
+application role the owner runs the store and its ``FORCE``d policies bind it.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import make_conninfo
 
 from memoryport.storage.sessions.base import SessionStore
-from memoryport.storage.sessions.postgres import PostgresSessionStore
+from memoryport.storage.sessions.postgres import PostgresSessionStore, migrations
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import pgserver  # the test suite's server helper
 
-__all__ = ["PostgresBackend"]
+__all__ = ["PostgresBackend", "start_durable_server"]
 
 
-def _restart_durable(dsn: str) -> None:
-    """Restart the test server with its durability settings at their defaults."""
-    root = Path(str(conninfo_to_dict(dsn)["host"]))
-    pg_ctl = pgserver.find_system_bindir() / "pg_ctl"
-    options = f"-h '' -k {root}"
-    args = [str(pg_ctl), "-w", "-D", str(root / "data"), "-l", str(root / "server.log")]
-    args += ["-m", "fast", "-o", options, "restart"]  # -l: else the server holds our pipes
-    pgserver._run_as_service_user(args)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for name in ("fsync", "full_page_writes", "synchronous_commit"):
-            row = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()
-            if row is None or row[0] != "on":
-                raise RuntimeError(f"{name} is {row!r} after the restart, expected on")
+_TIMEOUT_S = 120
+"""Seconds ``initdb`` / ``pg_ctl`` may take before the run gives up (with the log)."""
+_DURABLE = ("fsync", "full_page_writes", "synchronous_commit")
+
+
+def _tail(log: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"(no log: {exc})"
+
+
+def _server_tool(args: list[str], log: Path) -> None:
+    """Run a server program (as the ``pgserver`` user when we are root).
+
+    Its output goes to ``log``, never to a pipe: a server started by ``pg_ctl`` that
+    inherited a pipe would keep us waiting for the pipe to close. A failure or a timeout
+    raises ``RuntimeError`` with the end of the log.
+    """
+    user = "pgserver" if os.geteuid() == 0 else None
+    try:
+        with log.open("ab") as out:
+            proc = subprocess.run(
+                args, user=user, stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.STDOUT, timeout=_TIMEOUT_S, check=False,
+            )  # fmt: skip
+    except subprocess.TimeoutExpired as exc:
+        raise RuntimeError(f"{args[0]} timed out after {_TIMEOUT_S}s:\n{_tail(log)}") from exc
+    if proc.returncode != 0:
+        raise RuntimeError(f"{args[0]} failed ({proc.returncode}):\n{_tail(log)}")
+
+
+def start_durable_server() -> pgserver.PgServer:
+    """Start the distribution's PostgreSQL in a fresh directory with durability at the
+    defaults (``fsync``, ``full_page_writes``, ``synchronous_commit`` on), stopped at exit.
+
+    One ``initdb`` and one ``pg_ctl start`` (``tests/pgserver.py`` starts its server with
+    durability off on the command line, and restarting it to undo that is what hung).
+    """
+    bindir = pgserver.find_system_bindir()
+    root = Path(tempfile.mkdtemp(prefix="mp-bench-", dir="/tmp"))  # short socket path
+    pgserver._prepare_root(root)
+    data, log, tools = root / "data", root / "server.log", root / "tools.log"
+    pg_ctl = [str(bindir / "pg_ctl"), "-w", "-t", str(_TIMEOUT_S), "-D", str(data)]
+    stopped = False
+
+    def stop() -> None:
+        nonlocal stopped
+        if stopped:
+            return
+        stopped = True
+        for mode in ("fast", "immediate"):
+            if not (data / "postmaster.pid").exists():
+                break
+            with contextlib.suppress(RuntimeError):
+                _server_tool([*pg_ctl, "-m", mode, "stop"], tools)
+        shutil.rmtree(root, ignore_errors=True)
+
+    atexit.register(stop)
+    try:
+        _server_tool([str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+                      "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync"], tools)  # fmt: skip
+        _server_tool([*pg_ctl, "-l", str(log), "-o", f"-h '' -k {root}", "start"], tools)
+        server = pgserver.PgServer(
+            uri=f"postgresql://postgres@/postgres?host={root}", kind="system", _stop=stop
+        )
+        server.probe()
+        with psycopg.connect(server.uri, autocommit=True) as conn:
+            for name in _DURABLE:
+                row = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()
+                if row is None or row[0] != "on":
+                    raise RuntimeError(f"{name} is {row!r} on the started server, expected on")
+    except BaseException:
+        stop()
+        raise
+    return server
 
 
 LEAKPROOF = (
@@ -50,27 +122,39 @@ LEAKPROOF = (
 """The functions behind ``@@``, ``ILIKE`` and ``~`` that ``leakproof=True`` marks."""
 
 
+APP_ROLE = "memoryport_app"
+"""The application role a started server gets (the stores' owner is ``memoryport``)."""
+
+
 class PostgresBackend:
     """Stores are schemas ``<label>`` in one database; sizes are relation sizes."""
 
     name = "postgres"
 
     def __init__(
-        self, workdir: Path, dsn: str = "", *, keep: bool = False, leakproof: bool = False
+        self,
+        workdir: Path,
+        dsn: str = "",
+        *,
+        keep: bool = False,
+        leakproof: bool = False,
+        app_role: str = "",
     ) -> None:
         self.workdir = workdir
         self.keep = keep
         self.leakproof = leakproof
+        self.app_role = app_role
         self.server: pgserver.PgServer | None = None
         if not dsn:
-            self.server = pgserver.start_system_server()
+            self.server = start_durable_server()
             dsn = self.server.uri
-            _restart_durable(dsn)
             with psycopg.connect(dsn, autocommit=True) as conn:
                 for function in LEAKPROOF if leakproof else ():
                     conn.execute(f"ALTER FUNCTION {function} LEAKPROOF")
                 conn.execute("CREATE ROLE memoryport LOGIN")
                 conn.execute("GRANT CREATE ON DATABASE postgres TO memoryport")
+                self.app_role = app_role or APP_ROLE
+                conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(self.app_role)))
             dsn = make_conninfo(dsn, user="memoryport")
         self.dsn = dsn
 
@@ -80,8 +164,14 @@ class PostgresBackend:
         return None if row is None else row[0]
 
     def open(self, label: str) -> SessionStore:
-        """Open (creating) the store in schema ``label``."""
-        return PostgresSessionStore(self.dsn, schema=label)
+        """Open (creating) the store in schema ``label``: as the application role when
+        there is one (the owner migrates and grants it, see ``grant_app_role``)."""
+        if not self.app_role:
+            return PostgresSessionStore(self.dsn, schema=label)
+        PostgresSessionStore(self.dsn, schema=label, pool_size=1).close()
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            migrations.grant_app_role(conn, label, self.app_role)
+        return PostgresSessionStore(make_conninfo(self.dsn, user=self.app_role), schema=label)
 
     def exists(self, label: str) -> bool:
         """True when schema ``label`` holds a store."""
@@ -123,6 +213,7 @@ class PostgresBackend:
             "backend": "postgres",
             "version": str(version).split()[0],
             "leakproof_search_operators": bool(marked),
+            "app_role": self.app_role or None,
             "fsync": fsync,
         }
 
