@@ -23,6 +23,14 @@ stored turns.
 - turns are added per session through the turn index (dense vectors are recomputed
   when the ``embeddings`` extra is installed); a session whose turns are already
   stored is skipped, so importing twice adds nothing.
+
+On a PostgreSQL home (``storage.backend: postgres``) :func:`export_home` and
+:func:`import_home` do the same on the profile's schema
+(:mod:`memoryport.storage.facts.postgres_transfer`): the export reads every user's rows
+from one snapshot and writes the same two files (so an archive moves between backends
+either way); the import restores exactly into a schema that never held facts (ids kept)
+and merges otherwise, all facts in one transaction, each session's turns in one with
+their positions and recording times kept.
 """
 
 from __future__ import annotations
@@ -34,11 +42,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from memoryport.config import load_config, profile_name
 from memoryport.errors import StoreError
+from memoryport.storage.facts.postgres_open import schema_for
 from memoryport.storage.facts.store import FactStore
 from memoryport.storage.turns import TurnIndex, TurnInput
 
-__all__ = ["FORMAT", "TABLES", "VERSION", "export_db", "import_db"]
+__all__ = ["FORMAT", "TABLES", "VERSION", "export_db", "export_home", "import_db",
+           "import_home"]
 
 FORMAT = "memoryport.holographic"
 """The ``format`` of the provider's part of an archive."""
@@ -284,3 +295,134 @@ def import_db(db: Path, directory: Path, *, source: str) -> dict[str, Any]:
         "turns_imported": turns,
         "turns_skipped": turns_skipped,
     }
+
+
+# ---------------------------------------------------------------------------- either backend
+
+
+def export_home(home: Path, directory: Path, db_name: str = "holographic.db"
+                ) -> dict[str, Any]:
+    """:func:`export_db` of ``<home>/<db_name>``, or of the profile's PostgreSQL schema on
+    a PostgreSQL home (the same files, the same manifest)."""
+    storage = load_config(home).storage
+    if storage.backend == "sqlite":
+        return export_db(home / db_name, directory)
+    return _export_pg(storage.dsn, schema_for(profile_name(home)), directory)
+
+
+def import_home(home: Path, directory: Path, *, source: str,
+                db_name: str = "holographic.db") -> dict[str, Any]:
+    """:func:`import_db` into ``<home>/<db_name>``, or into the profile's PostgreSQL
+    schema on a PostgreSQL home (the same counts)."""
+    storage = load_config(home).storage
+    if storage.backend == "sqlite":
+        return import_db(home / db_name, directory, source=source)
+    return _import_pg(storage.dsn, schema_for(profile_name(home)), directory, source)
+
+
+def _export_pg(dsn: str, schema: str, directory: Path) -> dict[str, Any]:
+    import psycopg
+
+    from memoryport.storage.facts.postgres_transfer import dump_facts, snapshot
+    from memoryport.storage.sessions.postgres.connect import check_connection, describe_dsn
+    from memoryport.storage.turns.postgres_transfer import dump_turns
+
+    directory.mkdir(parents=True, exist_ok=True)
+    counts = {table: 0 for table in (*TABLES, "turns")}
+    check_connection(dsn)
+    facts = (directory / "facts.jsonl").open("w", encoding="utf-8")
+    turns = (directory / "turns.jsonl").open("w", encoding="utf-8")
+    try:
+        with facts, turns, psycopg.connect(dsn, autocommit=True) as conn, snapshot(conn):
+            for table, row in dump_facts(conn, schema):
+                _write(facts, {"table": table, "row": row})
+                counts[table] += 1
+            for turn in dump_turns(conn, schema):
+                _write(turns, {name: getattr(turn, name) for name in _TURN_COLUMNS})
+                counts["turns"] += 1
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot export the fact store from {describe_dsn(dsn)}"
+                         f" (schema {schema}): {exc}") from exc
+    return {"format": FORMAT, "version": VERSION, "counts": counts}
+
+
+def _fact_groups(path: Path) -> list[Any]:
+    """The rows of ``facts.jsonl`` as one ``FactGroup`` per user (links go with their
+    fact's user; a link to a fact not in the file is dropped, as on SQLite)."""
+    from memoryport.storage.facts.postgres_transfer import FactGroup
+
+    groups: dict[str, FactGroup] = {}
+    owner: dict[int, str] = {}
+    for payload in _rows(path):
+        table, row = payload.get("table"), payload.get("row")
+        if table not in TABLES or not isinstance(row, dict):
+            raise StoreError(f"{path.name}: unexpected line {str(payload)[:80]!r}")
+        if table == "fact_entities":
+            user = owner.get(int(row["fact_id"]))
+            if user is not None:
+                groups[user].links.append(row)
+            continue
+        user = str(row.get("user_id") or "")
+        group = groups.setdefault(user, FactGroup(user))
+        if table == "facts":
+            owner[int(row["id"])] = user
+            group.facts.append(row)
+        else:
+            (group.entities if table == "entities" else group.revisions).append(row)
+    return list(groups.values())
+
+
+def _stored_sessions(path: Path) -> list[list[Any]]:
+    """The turns of ``turns.jsonl`` grouped by (user, session), in file order."""
+    from memoryport.storage.turns.postgres import StoredTurn
+
+    sessions: dict[tuple[str, str], list[StoredTurn]] = {}
+    now = time.time()
+    for row in _rows(path):
+        key = (str(row["user_id"] or ""), str(row["session_id"]))
+        turns = sessions.setdefault(key, [])
+        position = row.get("position")
+        recorded = row.get("recorded_at")
+        turns.append(StoredTurn(key[0], key[1], len(turns) if position is None else int(position),
+                                str(row["speaker"]), str(row["text"]), float(row["timestamp"]),
+                                str(row.get("source_id") or ""),
+                                now if recorded is None else float(recorded)))
+    return list(sessions.values())
+
+
+def _import_pg(dsn: str, schema: str, directory: Path, source: str) -> dict[str, Any]:
+    import psycopg
+
+    from memoryport.storage.facts.postgres import PostgresFactStore
+    from memoryport.storage.facts.postgres_transfer import FactLoader
+    from memoryport.storage.sessions.postgres.connect import describe_dsn
+    from memoryport.storage.turns.postgres import PostgresTurnIndex
+
+    try:
+        groups = _fact_groups(directory / "facts.jsonl")
+        sessions = _stored_sessions(directory / "turns.jsonl")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreError(f"the archive's fact store is malformed ({exc}); nothing was"
+                         " imported") from exc
+    PostgresFactStore(dsn, schema=schema).close()  # creates and migrates the schema
+    where = f"{describe_dsn(dsn)} (schema {schema})"
+    try:
+        with psycopg.connect(dsn, autocommit=True, application_name="memoryport") as conn:
+            loader = FactLoader(conn, schema, source=source)
+            loader.load(groups)
+    except (psycopg.Error, KeyError, TypeError, ValueError) as exc:
+        raise StoreError(f"cannot import facts into {where}: {exc}; nothing was imported"
+                         ) from exc
+    index = PostgresTurnIndex(dsn, schema=schema)
+    added = skipped = 0
+    try:
+        for turns in sessions:
+            count = index.load_session(turns)
+            added += count
+            skipped += len(turns) - count
+    except ValueError as exc:
+        raise StoreError(f"turns.jsonl: a turn is malformed ({exc})") from exc
+    finally:
+        index.close()
+    return {"facts_imported": loader.written, "facts_skipped": loader.skipped,
+            "turns_imported": added, "turns_skipped": skipped}

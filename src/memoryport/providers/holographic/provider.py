@@ -44,7 +44,7 @@ from memoryport.providers.holographic.tool import (
     ToolCall,
     run_tool,
 )
-from memoryport.storage.facts.postgres_open import open_stores, schema_for
+from memoryport.storage.facts.postgres_open import open_stores
 from memoryport.storage.facts.records import Fact, FactInput, Provenance
 from memoryport.storage.facts.store import FactStore
 from memoryport.storage.turns import TurnHit, TurnIndex, TurnInput
@@ -363,24 +363,17 @@ class HolographicProvider(MemoryProvider):
     def export(self, directory: Path, *, home: Path) -> dict[str, Any]:
         """``PortableProvider`` hook: write the facts and turns of ``home`` under
         ``directory`` (``memoryport export``; see ``providers.holographic.portable``)."""
-        from memoryport.providers.holographic.portable import export_db
+        from memoryport.providers.holographic.portable import export_home
 
-        elsewhere = _server_note(home)
-        if elsewhere:
-            log.warning("memoryport export: %s", elsewhere)
-            return {"skipped": elsewhere}
-        return export_db(home / DB_NAME, directory)
+        return export_home(home, directory, DB_NAME)
 
     def import_(self, directory: Path, *, home: Path, source: str) -> dict[str, Any]:
         """``PortableProvider`` hook: restore (empty store) or merge what ``export``
-        wrote; each fact written records ``source`` in an ``import`` revision."""
-        from memoryport.providers.holographic.portable import import_db
+        wrote; each fact written records ``source`` in an ``import`` revision (SQLite
+        or PostgreSQL, as ``storage.backend`` says)."""
+        from memoryport.providers.holographic.portable import import_home
 
-        elsewhere = _server_note(home)
-        if elsewhere:
-            log.warning("memoryport import: %s", elsewhere)
-            return {"skipped": elsewhere}
-        return import_db(home / DB_NAME, directory, source=source)
+        return import_home(home, directory, source=source, db_name=DB_NAME)
 
     def shutdown(self) -> None:
         """Write pending retrieval counts and close the store (idempotent)."""
@@ -394,15 +387,3 @@ class HolographicProvider(MemoryProvider):
             store.close()
         if turns is not None:
             turns.close()
-
-
-def _server_note(home: Path) -> str:
-    """Why the archive hooks leave the facts and turns out on a PostgreSQL home ("" on
-    SQLite): they live in the server's profile schema, which the database's own tools
-    back up."""
-    storage = load_config(home).storage
-    if storage.backend == "sqlite":
-        return ""
-    schema = schema_for(profile_name(home))
-    return (f"holographic facts and turns are in PostgreSQL schema {schema!r}, not in the"
-            f" archive: back them up with `pg_dump --schema={schema}`")

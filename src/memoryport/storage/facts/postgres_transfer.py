@@ -20,13 +20,15 @@ write lock, with the postings indexed before it commits:
 * ``superseded_by`` is written once its target is known, so a chain may span groups;
 * with ``source``, each fact written also gets an ``import`` revision naming it.
 
-:func:`dump_facts` reads every user's rows of a schema, through the ``read_all`` policy.
+:func:`dump_facts` reads every user's rows of a schema inside :func:`snapshot` (through
+the ``read_all`` policies).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +43,7 @@ from memoryport.storage.turns.postgres_schema import (
     lock_user,
 )
 
-__all__ = ["TABLES", "FactGroup", "FactLoader", "dump_facts"]
+__all__ = ["TABLES", "FactGroup", "FactLoader", "dump_facts", "snapshot"]
 
 TABLES = ("facts", "entities", "fact_entities", "fact_revisions")
 """The portable tables, in the order they are restored."""
@@ -71,24 +73,33 @@ def _columns(cur: Cursor, schema: str, table: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
+@contextmanager
+def snapshot(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """One read-only, repeatable-read transaction on ``conn`` (autocommit) that may read
+    every user's rows (the ``read_all`` policies): :func:`dump_facts` and
+    :func:`~memoryport.storage.turns.postgres_transfer.dump_turns` run inside it."""
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        conn.execute("SELECT set_config(%s, 'on', true)", (READ_ALL_SETTING,))
+        yield
+
+
 def dump_facts(conn: psycopg.Connection[Any], schema: str) -> Iterator[tuple[str, Row]]:
     """``(table, row)`` of every user's rows, table by table in :data:`TABLES` order, by
-    id, from one snapshot (a repeatable-read transaction on ``conn``, autocommit)."""
-    with conn.transaction(), conn.cursor() as cur:
-        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        cur.execute("SELECT set_config(%s, 'on', true)", (READ_ALL_SETTING,))
-        for table in TABLES:
-            cols = [c for c in _columns(cur, schema, table) if c not in _PG_ONLY.get(table, ())]
-            if not cols:
-                continue
-            order = "id" if "id" in cols else "fact_id, entity_id"
-            query = sql.SQL("SELECT {c} FROM {t} ORDER BY " + order).format(
-                c=sql.SQL(", ").join(map(sql.Identifier, cols)),
-                t=sql.Identifier(schema, table))
-            with conn.cursor(name=f"dump_{table}") as named:
-                named.itersize = 2000
-                for row in named.execute(query):
-                    yield table, dict(zip(cols, row, strict=True))
+    id (inside :func:`snapshot`; nothing when the schema has no fact store)."""
+    with conn.cursor() as cur:
+        columns = {t: _columns(cur, schema, t) for t in TABLES}
+    for table in TABLES:
+        cols = [c for c in columns[table] if c not in _PG_ONLY.get(table, ())]
+        if not cols:
+            continue
+        order = "id" if "id" in cols else "fact_id, entity_id"
+        query = sql.SQL("SELECT {c} FROM {t} ORDER BY " + order).format(
+            c=sql.SQL(", ").join(map(sql.Identifier, cols)), t=sql.Identifier(schema, table))
+        with conn.cursor(name=f"dump_{table}") as named:
+            named.itersize = 2000
+            for row in named.execute(query):
+                yield table, dict(zip(cols, row, strict=True))
 
 
 class FactLoader:
@@ -124,6 +135,7 @@ class FactLoader:
             if self.keep_ids:
                 cur.execute(sql.SQL("LOCK TABLE {s}.facts, {s}.entities, {s}.fact_revisions"
                                     " IN SHARE ROW EXCLUSIVE MODE").format(s=self._s))
+            made: list[tuple[str, list[int]]] = []
             for group in groups:
                 step = _Group(self, cur, group, facts, entities)
                 step.run()
@@ -131,19 +143,42 @@ class FactLoader:
                 pending = step.resolve(pending)
                 written += len(step.written)
                 skipped += step.skipped
+                made.append((group.user_id, step.written))
             if self.keep_ids:
                 self._bump_sequences(cur)
+            self._provenance(cur, made)
         self.fact_ids, self.entity_ids, self.pending = facts, entities, pending
         self.written += written
         self.skipped += skipped
 
+    def _provenance(self, cur: Cursor, made: list[tuple[str, list[int]]]) -> None:
+        """One ``import`` revision naming :attr:`source` per fact written (after every
+        kept id is in, so these new ids take none of them)."""
+        if self.source is None:
+            return
+        now = time.time()
+        for user, ids in made:
+            if ids:
+                cur.execute("SELECT set_config(%s, %s, true)", (SCOPE_SETTING, "=" + user))
+                cur.executemany("INSERT INTO fact_revisions (fact_id, user_id, action, actor,"
+                                " at) VALUES (%s, %s, 'import', %s, %s)",
+                                [(fid, user, self.source, now) for fid in ids])
+
     def _bump_sequences(self, cur: Cursor) -> None:
         """Move each identity sequence past the highest id this loader inserted."""
-        for table, top in self.max_ids.items():
-            name = sql.Identifier(self.schema, table).as_string(cur)
-            cur.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), greatest(%s, coalesce("
-                        "pg_sequence_last_value(pg_get_serial_sequence(%s, 'id')), 1)))",
-                        (name, top, name))
+        for table in self.max_ids:
+            self.sync_sequence(cur, table)
+
+    def sync_sequence(self, cur: Cursor, table: str) -> None:
+        """Move ``table``'s identity sequence past the highest id this loader kept, so a
+        row inserted without an id next cannot take a kept one."""
+        top = self.max_ids.get(table)
+        if top is None:
+            return
+        name = sql.Identifier(self.schema, table).as_string(cur)
+        cur.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), greatest(%s, coalesce("
+                    "pg_sequence_last_value(pg_get_serial_sequence(%s, 'id')), 1)))",
+                    (name, top, name))
 
     def insert(self, cur: Cursor, table: str, rows: Sequence[Row], keep: bool) -> list[int]:
         """Insert ``rows`` into ``table`` (their ids kept when ``keep`` and free);
@@ -156,10 +191,10 @@ class FactLoader:
             found = self._insert_one(cur, table, values, keep and "id" in values)
             if found is None:  # the id is taken: a new one
                 values.pop("id", None)
+                self.sync_sequence(cur, table)
                 found = self._insert_one(cur, table, values, False)
             out.append(int(found or 0))
-        if out:
-            self.max_ids[table] = max(self.max_ids.get(table, 0), *out)
+            self.max_ids[table] = max(self.max_ids.get(table, 0), out[-1])
         return out
 
     def _insert_one(self, cur: Cursor, table: str, values: Row, on_id: bool) -> int | None:
@@ -258,11 +293,6 @@ class _Group:
             elif fact is not None and fact in written:
                 rows.append({**row, "fact_id": fact})
         self.loader.insert(self.cur, "fact_revisions", rows, keep)
-        if self.loader.source is not None and self.written:
-            self.cur.executemany(
-                "INSERT INTO fact_revisions (fact_id, user_id, action, actor, at)"
-                " VALUES (%s, %s, 'import', %s, %s)",
-                [(fid, self.user, self.loader.source, time.time()) for fid in self.written])
 
     def resolve(self, pending: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
         """Write the ``superseded_by`` links of this user whose target is known now;
