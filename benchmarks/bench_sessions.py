@@ -13,6 +13,15 @@ gets its own schema; ``--reuse`` keeps it (named ``bench_<n>``) like the SQLite 
 server the run starts, which row-level security needs before it lets an index serve them
 (see ``_bench_pg.py``). A table of discover p95 per backend and size ends the output.
 
+Ingest is measured three ways on the same corpus: one ``append_message`` per message
+(the first 20k), batched (per session ``create_session`` then one ``append_messages`` of
+its 20-200 messages: two write transactions per batch) and batched in one transaction
+(one ``sync_sessions`` call per session: the same batches, each written with its new
+session). ``commit_p50_ms`` is the median of the smallest write transaction
+(``set_meta``): with durability on, PostgreSQL pays one WAL flush per write transaction,
+so ``mean_batch / (2 * commit_p50_ms)`` bounds the batched figure whatever the insert
+costs.
+
 ``--reuse`` keeps the batched databases in ``--workdir`` and, when one already exists,
 skips both ingest runs for that size and measures latency on it (the 1M build takes
 minutes); the ingest figures are then reported as ``null``.
@@ -41,6 +50,7 @@ from typing import Any
 
 from memoryport.providers.sessions import create_sessions_provider
 from memoryport.storage.sessions.base import SessionStore
+from memoryport.storage.sessions.records import SessionRecord
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
@@ -171,7 +181,9 @@ def ingest_single(backend: Backend, label: str, n: int) -> float:
 
 
 def ingest_batched(backend: Backend, label: str, n: int) -> tuple[float, int]:
-    """Messages per second with one append_messages call per session; raw text bytes."""
+    """Messages per second with one append_messages call per session; raw text bytes.
+
+    Each session costs two write transactions (``create_session``, then the batch)."""
     store = backend.open(label)
     raw, count, elapsed = 0, 0, 0.0
     for session, messages in corpus(n):
@@ -183,6 +195,40 @@ def ingest_batched(backend: Backend, label: str, n: int) -> tuple[float, int]:
         count += len(messages)
     backend.finish(store)
     return count / elapsed, raw
+
+
+def ingest_one_transaction(backend: Backend, label: str, n: int) -> float:
+    """Messages per second with one ``sync_sessions`` call per session: the same batches
+    as :func:`ingest_batched`, each written with its new session in one transaction."""
+    store = backend.open(label)
+    count, elapsed = 0, 0.0
+    for session, messages in corpus(n):
+        record = SessionRecord(
+            id=session["session_id"],
+            source=session["source"],
+            user_id=session["user_id"],
+            started_at=session["started_at"],
+            last_active_at=session["started_at"],
+        )
+        start = time.perf_counter()
+        store.sync_sessions([(record, messages)])
+        elapsed += time.perf_counter() - start
+        count += len(messages)
+    store.close()
+    return count / elapsed
+
+
+def commit_latency(backend: Backend, label: str, rounds: int = 200) -> float:
+    """Median milliseconds of the smallest write transaction (``set_meta``): the floor
+    every write call pays (on PostgreSQL with durability on, one WAL flush)."""
+    store = backend.open(label)
+    times = []
+    for i in range(rounds):
+        start = time.perf_counter()
+        store.set_meta("bench_commit", str(i))
+        times.append((time.perf_counter() - start) * 1000)
+    store.close()
+    return _pct(times, 0.5)
 
 
 QUERY_CLASSES: dict[str, dict[str, Any]] = {
@@ -258,6 +304,8 @@ def run_size(n: int, rounds: int, backend: Backend, *, reuse: bool = False) -> d
     raw_path = backend.workdir / f"{backend.name}-{label}.raw"
     single: float | None = None
     batched: float | None = None
+    one_tx: float | None = None
+    commit_ms: float | None = None
     raw: int | None = None
     if reuse and backend.exists(label):
         raw = int(raw_path.read_text()) if raw_path.exists() else None
@@ -265,6 +313,10 @@ def run_size(n: int, rounds: int, backend: Backend, *, reuse: bool = False) -> d
         backend.drop(label)
         single = ingest_single(backend, f"single_{n}", single_n)
         backend.drop(f"single_{n}")
+        commit_ms = commit_latency(backend, f"commit_{n}")
+        backend.drop(f"commit_{n}")
+        one_tx = ingest_one_transaction(backend, f"one_tx_{n}", n)
+        backend.drop(f"one_tx_{n}")
         batched, raw = ingest_batched(backend, label, n)
         raw_path.write_text(str(raw))
     size = backend.size(label)
@@ -282,6 +334,9 @@ def run_size(n: int, rounds: int, backend: Backend, *, reuse: bool = False) -> d
         "ingest_single_msg_s": None if single is None else round(single),
         "ingest_single_n": single_n,
         "ingest_batched_msg_s": None if batched is None else round(batched),
+        "ingest_one_transaction_msg_s": None if one_tx is None else round(one_tx),
+        "commit_p50_ms": commit_ms,
+        "mean_batch": round(n / sum(1 for _ in corpus(n))),
         "raw_text_mb": None if raw is None else round(raw / 1e6, 2),
         "db_mb": round(size / 1e6, 2),
         "db_over_raw": None if raw is None else round(size / raw, 2),
@@ -298,6 +353,11 @@ def _print(report: dict[str, Any]) -> None:
             f"ingest one-by-one: {res['ingest_single_msg_s']} msg/s "
             f"(first {res['ingest_single_n']:,}); batched: {res['ingest_batched_msg_s']} msg/s"
             f"; load average before latency: {res['load_average']}"
+        )
+        print(
+            f"batched, one transaction per batch (sync_sessions): "
+            f"{res['ingest_one_transaction_msg_s']} msg/s; mean batch {res['mean_batch']}"
+            f" messages; smallest write transaction p50 {res['commit_p50_ms']} ms"
         )
         print(
             f"db {res['db_mb']} MB for {res['raw_text_mb']} MB of text = "
@@ -339,7 +399,13 @@ def _backends(args: argparse.Namespace, workdir: Path) -> list[Backend]:
             from _bench_pg import PostgresBackend
 
             out.append(
-                PostgresBackend(workdir, args.dsn, keep=args.reuse, leakproof=args.pg_leakproof)
+                PostgresBackend(
+                    workdir,
+                    args.dsn,
+                    keep=args.reuse,
+                    leakproof=args.pg_leakproof,
+                    app_role=args.pg_app_role,
+                )
             )
     return out
 
@@ -362,6 +428,11 @@ def main(argv: list[str] | None = None) -> int:
         "--pg-leakproof",
         action="store_true",
         help="mark the search operators LEAKPROOF on the server this run starts (see _bench_pg)",
+    )
+    parser.add_argument(
+        "--pg-app-role",
+        default="",
+        help="run the stores as this role, granted by the --dsn role (a started server: its own)",
     )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]

@@ -1,6 +1,6 @@
 """``memoryport doctor`` checks of a PostgreSQL store: version, extensions, indexes,
-row-level security policies (session store, curated memory, facts and turns) and
-round-trip latency.
+row-level security policies (session store, curated memory, facts and turns), whether
+word searches can use their indexes under the policies, and round-trip latency.
 
 Run after the connection check succeeded (``doctor._check_sessions``). Read-only: one
 connection, catalog queries and ``SELECT 1`` pings; nothing is created.
@@ -17,13 +17,14 @@ import psycopg
 
 from memoryport.storage.facts.postgres_schema import TABLES as FACT_TABLES
 from memoryport.storage.postgres_curated_schema import POLICIES as CURATED_POLICIES
-from memoryport.storage.sessions.postgres.migrations import POLICIES
+from memoryport.storage.sessions.postgres.migrations import POLICIES, SEARCH_VIEW
 from memoryport.storage.turns.postgres_schema import TABLES as TURN_TABLES
 
 __all__ = [
     "EXPECTED_INDEXES",
     "LATENCY_WARN_MS",
     "MIN_VERSION",
+    "SEARCH_OPERATORS",
     "Check",
     "postgres_checks",
 ]
@@ -43,6 +44,13 @@ EXPECTED_INDEXES = (
     "sessions_user_active",
 )
 """Indexes the session store's queries rely on (``messages_content_trgm`` is optional)."""
+SEARCH_OPERATORS = (
+    "pg_catalog.ts_match_vq(tsvector, tsquery)",
+    "pg_catalog.texticlike(text, text)",
+    "pg_catalog.textregexeq(text, text)",
+)
+"""The functions behind ``@@``, ``ILIKE`` and ``~``: not ``LEAKPROOF`` unless a superuser
+marked them, so the policies keep an index from serving them for a role they bind."""
 
 Conn = psycopg.Connection[Any]
 
@@ -73,6 +81,7 @@ def postgres_checks(dsn: str, schema: str = "memoryport") -> Iterator[Check]:
         else:
             yield _indexes(conn, schema)
             yield _policies(conn, schema)
+            yield _search(conn, schema)
         yield _curated_tables(conn, schema)
         yield _holographic_tables(conn, schema)
         yield _latency(conn)
@@ -136,22 +145,30 @@ def _indexes(conn: Conn, schema: str) -> Check:
 
 
 def _policies(conn: Conn, schema: str) -> Check:
+    """The ``user_scope`` policies are on, and they bind the connecting role: it is not
+    a superuser or ``BYPASSRLS``, and when it owns the tables they are ``FORCE``d."""
     rows = conn.execute(
         "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,"
+        " pg_has_role(current_user, c.relowner, 'USAGE'),"
         " EXISTS (SELECT 1 FROM pg_policies p WHERE p.schemaname = n.nspname"
         " AND p.tablename = c.relname AND p.policyname = 'user_scope')"
         " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
         " WHERE n.nspname = %s AND c.relname = ANY(%s)",
         (schema, sorted(POLICIES)),
     ).fetchall()
-    enforced = sorted(name for name, on, force, policy in rows if on and force and policy)
+    enforced = sorted(name for name, on, force, owns, policy in rows if on and policy)
     missing = sorted(set(POLICIES) - set(enforced))
-    if missing:
+    unforced = sorted(name for name, _, force, owns, _ in rows if owns and not force)
+    if missing or unforced:
+        why = f"on {', '.join(missing)}" if missing else ""
+        if unforced:
+            why += f"{'; ' if why else ''}for this role, the owner of {', '.join(unforced)}"
         return Check(
             "postgres policies",
             "fail",
-            f"row-level security is not enforced on {', '.join(missing)}",
-            "open the store once with a current memoryport (migration m009 adds the policies)",
+            f"row-level security is not enforced {why}",
+            "open the store once with a current memoryport (migration m009 adds the policies);"
+            " connect agents as the application role the owner granted (grant_app_role)",
         )
     role = conn.execute(
         "SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
@@ -164,7 +181,43 @@ def _policies(conn: Conn, schema: str) -> Check:
             "(superuser or BYPASSRLS)",
             "connect agents as an ordinary role (see docs/postgres.md, 'Isolation')",
         )
-    return Check("postgres policies", "ok", f"user_scope enforced on {', '.join(enforced)}")
+    kind = "owner, policies forced" if any(r[3] for r in rows) else "application role"
+    return Check(
+        "postgres policies", "ok", f"user_scope enforced on {', '.join(enforced)} ({kind})"
+    )
+
+
+def _search(conn: Conn, schema: str) -> Check:
+    """Whether word searches can use the word and trigram indexes: the search view's
+    owner must not be bound by the policies (or the operators must be ``LEAKPROOF``)."""
+    name = "postgres search"
+    row = conn.execute(
+        "SELECT v.relowner::regrole::text, r.rolsuper OR r.rolbypassrls, t.relforcerowsecurity,"
+        " (SELECT bool_and(proleakproof) FROM pg_proc WHERE oid = ANY(%s::regprocedure[]))"
+        " FROM pg_class v JOIN pg_roles r ON r.oid = v.relowner, pg_class t"
+        " WHERE v.oid = to_regclass(%s) AND t.oid = to_regclass(%s)",
+        (list(SEARCH_OPERATORS), f'"{schema}".{SEARCH_VIEW}', f'"{schema}".messages'),
+    ).fetchone()
+    if row is None:
+        return Check(
+            name,
+            "fail",
+            f"the search view {SEARCH_VIEW} is missing",
+            "open the store once with a current memoryport (migration m020 adds it)",
+        )
+    owner, exempt, forced, leakproof = row
+    if forced and not exempt and not leakproof:
+        return Check(
+            name,
+            "warn",
+            f"word searches read the whole messages table: the policies bind {owner}, which"
+            f" owns {SEARCH_VIEW} (one role owns and uses the store), and hold @@ and ILIKE"
+            " back from the indexes",
+            "keep that role for migrations and connect agents as an application role it"
+            " grants with grant_app_role (docs/postgres.md, 'Isolation')",
+        )
+    how = "LEAKPROOF search operators" if forced and leakproof else f"{owner} owns {SEARCH_VIEW}"
+    return Check(name, "ok", f"word searches use the indexes ({how}, not bound by the policies)")
 
 
 def _curated_tables(conn: Conn, schema: str) -> Check:
