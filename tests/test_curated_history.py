@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -165,20 +166,99 @@ def test_a_hand_edit_is_recorded_as_an_external_revision(tmp_path: Path) -> None
     assert all(r.applied for r in revisions)
 
 
-def test_a_logged_write_that_never_reached_the_file_is_marked_not_applied(
+def _log_without_file(store: CuratedMemory, after: str) -> Revision:
+    """What a writer killed between the log fsync and the file replace leaves behind: the
+    revision is committed, the file still holds the text before it."""
+    log = HistoryLog.beside(store.path("memory"))
+    before = store.path("memory").read_text(encoding="utf-8")
+    return log.append(before, after, action="add", provenance=Provenance())[0]
+
+
+def test_a_committed_revision_the_file_missed_is_rolled_forward_at_the_next_open(
     tmp_path: Path,
 ) -> None:
     store = _store(tmp_path)
     store.add("memory", "Kept.")
-    log = HistoryLog.beside(store.path("memory"))
-    # What a writer killed between the log fsync and the file replace leaves behind:
-    log.append("Kept.", "Kept.\n§\nLost.", action="add", provenance=Provenance())
-    assert [r.applied for r in store.history("memory")] == [True, False]
-    store.add("memory", "Next.")
+    _log_without_file(store, "Kept.\n§\nCommitted.")
+    assert store.entries("memory") == ["Kept."]  # stale until the next open or write
+    reopened = _store(tmp_path)
+    assert reopened.path("memory").read_text(encoding="utf-8") == "Kept.\n§\nCommitted."
+    assert [r.applied for r in reopened.history("memory")] == [True, True]
+    reopened.add("memory", "Next.")
+    revisions = reopened.history("memory")
+    assert [r.action for r in revisions] == ["add", "add", "add"]  # no external revision
+    assert revisions[-1].before == "Kept.\n§\nCommitted."
+    assert all(r.applied for r in revisions)
+
+
+def test_a_committed_revision_the_file_missed_is_rolled_forward_by_the_next_write(
+    tmp_path: Path,
+) -> None:
+    store = _store(tmp_path)
+    store.add("memory", "Kept.")
+    _log_without_file(store, "Kept.\n§\nCommitted.")
+    store.add("memory", "Next.")  # the store opened before the crash: its write repairs
+    assert store.entries("memory") == ["Kept.", "Committed.", "Next."]
     revisions = store.history("memory")
-    assert [r.applied for r in revisions] == [True, False, True]
-    assert revisions[-1].before == "Kept."  # no bogus external revision in between
-    assert store.entries("memory") == ["Kept.", "Next."]
+    assert [r.rev for r in revisions] == [1, 2, 3] and all(r.applied for r in revisions)
+
+
+def test_an_empty_file_left_by_lost_data_is_rolled_forward(tmp_path: Path) -> None:
+    """Power lost before the unsynced new file reached the disk: the file is empty (or
+    holds the old text) and was not modified after the revision was logged."""
+    store = _store(tmp_path)
+    store.add("memory", "One.")
+    store.add("memory", "Two.")
+    path = store.path("memory")
+    revision = store.history("memory")[-1]
+    path.write_bytes(b"")
+    os.utime(path, ns=(int(revision.ts * 1e9) - 10**6,) * 2)  # written before the commit
+    assert _store(tmp_path).entries("memory") == ["One.", "Two."]
+    # A first write creates the file (durably, empty) before its commit: a file that is
+    # gone later was deleted by hand, and stays deleted (an external revision).
+    path.unlink()
+    reopened = _store(tmp_path)
+    assert not path.exists()
+    reopened.add("memory", "Three.")
+    assert reopened.entries("memory") == ["Three."]
+    assert [r.action for r in reopened.history("memory")][-2:] == ["external", "add"]
+
+
+def test_a_hand_edit_back_to_the_old_text_is_not_rolled_forward(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.add("memory", "One.")
+    store.add("memory", "Two.")
+    path = store.path("memory")
+    revision = store.history("memory")[-1]
+    path.write_text("One.", encoding="utf-8")  # the user undoes the last write by hand
+    os.utime(path, ns=(int(revision.ts * 1e9) + 10**9,) * 2)  # after the commit
+    reopened = _store(tmp_path)
+    assert reopened.entries("memory") == ["One."]
+    reopened.add("memory", "Three.")
+    revisions = reopened.history("memory")
+    assert [r.action for r in revisions] == ["add", "add", "external", "add"]
+    assert revisions[2].before == "One.\n§\nTwo." and revisions[2].after == "One."
+    assert all(r.applied for r in revisions)
+
+
+def test_one_sync_per_write_with_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The history line is the write's one sync; the first write of a file also makes the
+    new file and log durable (directory syncs), later ones do not."""
+    store = _store(tmp_path)
+    calls: list[str] = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+        monkeypatch.setattr(
+            os, name, lambda fd, real=real, name=name: (calls.append(name), real(fd))[1]
+        )
+    store.add("memory", "First.")
+    assert calls.count("fdatasync") == 1 and calls.count("fsync") >= 1
+    calls.clear()
+    store.add("memory", "Second.")
+    store.replace("memory", "Second", "Second, replaced.")
+    store.remove("memory", "First")
+    assert calls == ["fdatasync"] * 3
+    assert store.entries("memory") == ["Second, replaced."]
 
 
 def test_a_torn_last_line_is_skipped_and_cut_by_the_next_writer(tmp_path: Path) -> None:

@@ -82,3 +82,39 @@ def test_sigkill_never_loses_an_acknowledged_write_or_its_revision(tmp_path: Pat
     assert numbers == sorted(set(numbers))
     store.add("memory", "after the storm")
     assert store.history("memory")[-1].before == live
+
+
+_KILLED_AT_THE_COMMIT = textwrap.dedent(
+    """
+    import os, signal, sys
+    from memoryport.providers.curated import CuratedMemory
+    store = CuratedMemory(sys.argv[1])
+    store.add("memory", "acknowledged")
+    print("ack", flush=True)
+    # The process dies exactly after the revision is committed (appended and synced),
+    # before the file is replaced: the one point a random kill rarely hits.
+    os.replace = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
+    store.add("memory", "committed")
+    print("ack", flush=True)
+    """
+)
+
+
+def test_sigkill_between_the_commit_and_the_file_replace_is_rolled_forward(
+    tmp_path: Path,
+) -> None:
+    """The history line is the commit point: a write killed right after it is not lost;
+    the next open rolls the file forward to it (and the next write sweeps the temp file)."""
+    proc = subprocess.run([sys.executable, "-c", _KILLED_AT_THE_COMMIT, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert proc.stdout.splitlines() == ["ack"]
+    path = tmp_path / "memories" / "MEMORY.md"
+    assert path.read_text(encoding="utf-8") == "acknowledged"  # the file missed it
+    assert [p.name.endswith(".tmp") for p in path.parent.iterdir()].count(True) == 1
+    store = CuratedMemory(tmp_path)
+    assert path.read_text(encoding="utf-8") == "acknowledged\n§\ncommitted"
+    assert [(r.rev, r.applied) for r in store.history("memory")] == [(1, True), (2, True)]
+    store.add("memory", "after the crash")
+    assert store.entries("memory") == ["acknowledged", "committed", "after the crash"]
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]

@@ -5,16 +5,18 @@ revision number, time, action, provenance (source, session id, tool call id, use
 entries changed and the whole file text before and after. Nothing here knows about targets
 or tools; :class:`~memoryport.storage.markdown.MarkdownFile` appends under its file lock.
 
-Crash safety (the log and the live file never disagree in a way that loses a write): the
-revision is appended and fdatasynced *before* the live file is replaced, so every write
-that was acknowledged has its revision on disk. A writer killed between the two leaves a
-revision whose file write never happened; it is recognised, not repaired: the next
-revision (or the live file) still holds that revision's ``before`` text, and
-:func:`mark_applied` reports it as ``applied: false``. A line torn by a kill mid-append
-has no trailing newline; readers skip it and the next writer truncates it away. A file
-edited by hand between two writes is recorded by the next writer as an ``external``
-revision (before = the last recorded text, after = the text it found), so the trail has
-no gaps.
+The log is the commit point of a write: the revision is appended and fdatasynced (the one
+sync of a write) *before* the live file is replaced, and a write is acknowledged only after
+both. The live file is derived from the log: a writer killed (or a machine that lost power)
+between the two leaves a file older than the last revision, and
+:class:`~memoryport.storage.markdown.MarkdownFile` rolls it forward to that revision's
+``after`` text on the next open or write (see its docstring for how a stale file is told
+from a hand edit). A line torn by a kill mid-append has no trailing newline; readers skip
+it and the next writer truncates it away. A file edited by hand between two writes is
+recorded by the next writer as an ``external`` revision (before = the last recorded text,
+after = the text it found), so the trail has no gaps. :func:`mark_applied` still reports a
+revision whose text never reached the file (a log written by an older version, or a file
+put back by hand to the text before it) as ``applied: false``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,7 @@ DEFAULT_MAX_REVISIONS = 1000
 """The last this many revisions are kept whatever their age."""
 
 _PRUNE_EVERY = 100
+_FIRST_BLOCK = 16384
 _TAIL_BLOCK = 65536
 
 
@@ -88,10 +91,15 @@ class Revision:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``provenance`` flattened into the top level)."""
-        data = asdict(self)
-        data.update(data.pop("provenance"))
-        data["changes"] = list(self.changes)
-        return data
+        origin = self.provenance
+        return {
+            "rev": self.rev, "at": self.at, "ts": self.ts, "action": self.action,
+            "before": self.before, "after": self.after,
+            "changes": [dict(change) for change in self.changes],
+            "restored_from": self.restored_from, "applied": self.applied,
+            "source": origin.source, "session_id": origin.session_id,
+            "tool_call_id": origin.tool_call_id, "user_id": origin.user_id,
+        }  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Revision:
@@ -161,6 +169,7 @@ class HistoryLog:
         self.path = Path(path)
         self.max_age_days = max_age_days
         self.max_revisions = max_revisions
+        self._cached: tuple[tuple[int, ...], int, Revision | None] | None = None
 
     @classmethod
     def beside(cls, live_file: Path, **retention: Any) -> HistoryLog:
@@ -182,26 +191,37 @@ class HistoryLog:
         return list(_parse_lines(data.split(b"\n")[:-1]))
 
     def latest_rev(self) -> int | None:
-        """The number of the last complete revision, read from the log's tail only (cheap
-        whatever the log's size); None without a log."""
+        """The number of the last complete revision (see :meth:`last`); None without a log."""
+        last = self.last()
+        return None if last is None else last.rev
+
+    def last(self) -> Revision | None:
+        """The last complete, well-formed revision, read from the log's tail only (cheap
+        whatever the log's size; free when the log is unchanged since this object last
+        read or wrote it); None without a log."""
         try:
-            with self.path.open("rb") as handle:
-                size = handle.seek(0, os.SEEK_END)
-                pos, buf = size, b""
-                while pos > 0:
-                    step = min(_TAIL_BLOCK, pos)
-                    pos -= step
-                    handle.seek(pos)
-                    buf = handle.read(step) + buf
-                    for line in reversed(buf.split(b"\n")[1 if pos else 0:]):
-                        found = next(iter(_parse_lines([line])), None) if line else None
-                        if found is not None:
-                            return found.rev
+            fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise MemoryStoreError(f"Cannot read the history {self.path}: {exc}") from exc
-        return None
+        try:
+            return self._tail(fd)[2]
+        except OSError as exc:
+            raise MemoryStoreError(f"Cannot read the history {self.path}: {exc}") from exc
+        finally:
+            os.close(fd)
+
+    def _tail(self, fd: int) -> tuple[int, int, Revision | None]:
+        """``(size, size of the complete lines, last revision)`` of the open log ``fd``,
+        from this object's cache when the file is unchanged (same inode, size and times)."""
+        key = _stamp(os.fstat(fd))
+        cached = self._cached
+        if cached is not None and cached[0] == key:
+            return key[1], cached[1], cached[2]
+        complete, last = _scan_tail(fd, key[1])
+        self._cached = (key, complete, last)
+        return key[1], complete, last
 
     def get(self, rev: int) -> Revision:
         """Revision ``rev``; ``MemoryStoreError`` naming the range kept when it is unknown."""
@@ -226,34 +246,46 @@ class HistoryLog:
         provenance: Provenance,
         changes: Iterable[dict[str, str]] = (),
         restored_from: int | None = None,
+        external: bool | None = None,
     ) -> tuple[Revision, int]:
-        """Log one write (before the live file is replaced) and fdatasync the log.
+        """Log one write (before the live file is replaced) and fdatasync the log: the
+        write's commit point.
 
         Returns the revision and the log size before it, for :meth:`undo_append` when the
         live write then fails. Caller holds the live file's lock. A hand edit since the
-        last revision is logged first as an ``external`` revision.
+        last revision (``before`` is not the text the last revision left; ``external``,
+        when given, says whether the caller found one) is logged first as an ``external``
+        revision.
         """
         try:
-            ensure_private_dir(self.path.parent)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = _open_log(self.path)
         except OSError as exc:
             raise MemoryStoreError(
                 f"Failed to write memory file history {self.path}: {exc}. Nothing was "
                 "written; the previous file is unchanged."
             ) from exc
         try:
-            size, last = _repaired_tail(fd)
+            size, complete, last = self._tail(fd)
+            if complete != size:  # a writer was killed mid-line: drop the fragment
+                os.ftruncate(fd, complete)
+                size = complete
             now = time.time()
             lines: list[Revision] = []
             number = last.rev + 1 if last is not None else 1
-            if last is not None and _hand_edited(last, before):
+            if external is None:
+                external = last is not None and _hand_edited(last, before)
+            if last is not None and external:
                 lines.append(_new(number, now, "external", Provenance(source="external"),
                                   last.after, before))  # fmt: skip
                 number += 1
             revision = _new(number, now, action, provenance, before, after, changes, restored_from)
             lines.append(revision)
             _write_all(fd, b"".join(_encode(line) for line in lines), size)
+            if size == 0:  # a new log: its directory entry must be durable too
+                _fsync_directory(self.path.parent)
+            self._cached = (_stamp(os.fstat(fd)), os.lseek(fd, 0, os.SEEK_END), revision)
         except OSError as exc:
+            self._cached = None
             raise MemoryStoreError(
                 f"Failed to write memory file history {self.path}: {exc}. Nothing was "
                 "written; the previous file is unchanged."
@@ -267,6 +299,7 @@ class HistoryLog:
 
     def undo_append(self, size: int) -> None:
         """Best effort: cut the log back to ``size`` bytes (the live write failed)."""
+        self._cached = None
         with contextlib.suppress(OSError):
             os.truncate(self.path, size)
 
@@ -291,6 +324,7 @@ class HistoryLog:
                 kept.append(line)
         dropped = len(raw_lines) - len(kept)
         if dropped:
+            self._cached = None
             _replace_file(self.path, b"".join(line + b"\n" for line in kept))
         return dropped
 
@@ -346,29 +380,58 @@ def _parse_lines(lines: Iterable[bytes]) -> Iterable[Revision]:
             continue  # a damaged line is skipped, never fatal
 
 
-def _repaired_tail(fd: int) -> tuple[int, Revision | None]:
-    """The log size and its last complete revision; a torn last line is cut off first."""
-    size = os.lseek(fd, 0, os.SEEK_END)
-    pos, buf = size, b""
+def _scan_tail(fd: int, size: int) -> tuple[int, Revision | None]:
+    """``(size of the complete lines, last well-formed revision)`` of a log of ``size``
+    bytes: read backwards from the end, a small block first (a line is a few KB), skipping
+    a torn last line (no newline) and damaged lines."""
+    pos, buf, step = size, b"", _FIRST_BLOCK
+    complete: int | None = None
     while pos > 0:
-        step = min(_TAIL_BLOCK, pos)
+        step = min(step, pos)
         pos -= step
         buf = os.pread(fd, step, pos) + buf
-        end = buf.rfind(b"\n")
-        if end == -1:
-            continue
-        complete = pos + end + 1
-        if complete != size:  # a writer was killed mid-line: drop the fragment
-            os.ftruncate(fd, complete)
-            size = complete
-        start = buf.rfind(b"\n", 0, end)
-        if start == -1 and pos > 0:
-            continue  # the last line starts before this block
-        last = next(iter(_parse_lines([buf[start + 1 : end]])), None)
-        return size, last
-    if size:
-        os.ftruncate(fd, 0)
-    return 0, None
+        step = _TAIL_BLOCK
+        if complete is None:
+            end = buf.rfind(b"\n")
+            if end == -1:
+                continue
+            complete, buf = pos + end + 1, buf[: end + 1]
+        lines = buf.split(b"\n")[:-1]
+        for line in reversed(lines[1:] if pos else lines):  # lines[0] may be partial
+            found = next(iter(_parse_lines([line])), None)
+            if found is not None:
+                return complete, found
+        if pos:
+            buf = lines[0] + b"\n"
+    return complete or 0, None
+
+
+def _stamp(info: os.stat_result) -> tuple[int, ...]:
+    """What identifies one state of a log file: inode, size, mtime and ctime."""
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _open_log(path: Path) -> int:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    except FileNotFoundError:
+        ensure_private_dir(path.parent)
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a new or renamed entry of ``directory`` durable (skipped where directories
+    cannot be opened)."""
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
 
 
 def _replace_file(path: Path, data: bytes) -> None:
@@ -383,3 +446,4 @@ def _replace_file(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    _fsync_directory(path.parent)

@@ -8,22 +8,34 @@ Format: entries are separated by :data:`ENTRY_DELIMITER` (``"\\n§\\n"``, a line
 
 Safety properties of :meth:`MarkdownFile.mutate`:
 
-- an exclusive ``filelock`` on ``<file>.lock`` is held around reload, drift check, mutation
-  and write, so concurrent writers (threads or processes) never lose each other's entries;
-- the new content is written to a temporary file in the same directory, flushed and fsynced,
-  moved over the old file with ``os.replace`` and the directory is fsynced, so a reader (which
-  takes no lock) or a crash sees either the old complete file or the new complete file;
+- an exclusive lock on ``<file>.lock`` (a thread lock, then ``flock``: the lock ``filelock``
+  takes, so writers using that library exclude these and the other way round) is held
+  around reload, drift check, mutation and write, so concurrent writers (threads or
+  processes) never lose each other's entries;
+- the new content is written to a temporary file in the same directory and moved over the
+  old file with ``os.replace``, so a reader (which takes no lock) sees either the old
+  complete file or the new complete file;
 - before any mutation the file is checked for *drift* (content another program wrote that
   would not survive a parse/render round trip, or a single entry larger than the whole
   budget); a drifted file is copied to ``<file>.bak.<timestamp>`` and the mutation refused;
-- with a :class:`~memoryport.storage.history.HistoryLog`, every write is first logged (and
-  fdatasynced) as a revision, then the file is replaced; see that module for crash safety.
+- with a :class:`~memoryport.storage.history.HistoryLog` the log is the commit point: the
+  temporary file is written, the revision appended and fdatasynced (the write's one sync),
+  then the file is replaced; the file is derived from the log. A crash between the two (a
+  killed writer, or lost power before the unsynced file reached the disk) leaves the file
+  holding the last revision's ``before`` text, or empty, and not modified since that
+  revision was logged; the next open (or write) rolls it forward to the revision's
+  ``after`` text, durably. Any other difference from the last revision is a hand edit (the
+  next revision records it as ``external``). So a new file is first created empty
+  (durably), and a file deleted by hand is a hand edit, not a lost write;
+- without a history every write is durable by itself: the temporary file is fdatasynced
+  before the rename and the directory fsynced after it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import tempfile
 import time
@@ -32,11 +44,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-import filelock
-
 from memoryport._fs import ensure_private_dir
 from memoryport.errors import DriftError, MemoryStoreError
-from memoryport.storage.history import HistoryLog, Provenance
+from memoryport.storage.history import HistoryLog, Provenance, Revision
+from memoryport.storage.write_lock import LockTimeout, WriteLock
 
 __all__ = [
     "ENTRY_DELIMITER",
@@ -54,6 +65,8 @@ ENTRY_DELIMITER = "\n§\n"
 
 _TEMP_SUFFIX = ".tmp"
 _T = TypeVar("_T")
+
+log = logging.getLogger(__name__)
 
 
 def parse_entries(raw: str) -> list[str]:
@@ -159,8 +172,10 @@ class MarkdownFile:
         self.lock_timeout = lock_timeout
         self.drift_hint = drift_hint
         self.lock_path = self.path.with_name(self.path.name + ".lock")
-        self._lock = filelock.FileLock(str(self.lock_path))
+        self._lock = WriteLock(self.lock_path)
         self._swept = False
+        if history is not None:
+            self._recover()
 
     def __repr__(self) -> str:
         return f"MarkdownFile({str(self.path)!r}, char_limit={self.char_limit})"
@@ -208,7 +223,7 @@ class MarkdownFile:
         """
         with self._locked():
             self._sweep_temp_files()
-            raw = self.read_raw()
+            raw, external = self._settled()
             entries = parse_entries(raw)
             reason = self.drift_reason(raw, entries)
             backup: Path | None = None
@@ -223,7 +238,7 @@ class MarkdownFile:
                 good = frozenset(entries) if reason is None else frozenset()
                 data = self._render(new_entries, known_good=good)
                 note = describe(value) if describe else RevisionNote("write", Provenance())
-                self._record_and_write(raw, data, note)
+                self._record_and_write(raw, data, note, external)
             return value
 
     def write_entries(self, entries: Sequence[str]) -> None:
@@ -235,25 +250,93 @@ class MarkdownFile:
         """
         self._store(self._render(entries, known_good=frozenset()))
 
-    def _record_and_write(self, raw: str, data: bytes, note: RevisionNote) -> None:
-        """Log the revision (fdatasynced) first, then replace the file; undo the log line
-        if the replace fails, so a refused write leaves no trace."""
+    def _record_and_write(
+        self, raw: str, data: bytes, note: RevisionNote, external: bool | None
+    ) -> None:
+        """Without a history: one durable replace. With one: write the temporary file,
+        commit the revision (the one fdatasync), replace the file; a failed replace cuts
+        the revision back out, so a refused write leaves no trace."""
         if self.history is None:
             self._store(data)
             return
-        _, size = self.history.append(
-            raw,
-            data.decode("utf-8"),
-            action=note.action,
-            provenance=note.provenance,
-            changes=note.changes,
-            restored_from=note.restored_from,
-        )
+        target = self._target()
         try:
-            self._store(data)
-        except MemoryStoreError:
-            self.history.undo_append(size)
+            if not os.path.lexists(target):
+                ensure_private_dir(target.parent)
+                _create_durably(target)  # so that a crash leaves an empty file, not none
+            tmp = _write_temp(target, data, sync=False)
+        except OSError as exc:
+            raise self._write_error(target, exc) from exc
+        try:
+            _, size = self.history.append(
+                raw, data.decode("utf-8"), action=note.action, provenance=note.provenance,
+                changes=note.changes, restored_from=note.restored_from, external=external,
+            )  # fmt: skip
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
             raise
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            self.history.undo_append(size)
+            raise self._write_error(target, exc) from exc
+
+    def _target(self) -> Path:
+        """The file written: a symlink's target (the link is kept)."""
+        return self.path.resolve() if self.path.is_symlink() else self.path
+
+    def _write_error(self, target: Path, exc: OSError) -> MemoryStoreError:
+        return MemoryStoreError(
+            f"Failed to write memory file {target}: {exc}. The previous file is unchanged."
+        )
+
+    # ------------------------------------------------------------------ crash recovery
+    def _recover(self) -> None:
+        """At open: roll a file a crash left stale forward to its last revision. Best
+        effort (a write does it under its lock anyway); takes the lock only when needed."""
+        assert self.history is not None
+        try:
+            last = self.history.last()
+            if last is None or not self._stale(self.read_raw(), last):
+                return
+            with self._locked():
+                self._settled()
+        except MemoryStoreError as exc:
+            log.warning("curated memory: could not repair %s from its history: %s",
+                        self.path, exc)  # fmt: skip
+
+    def _settled(self) -> tuple[str, bool | None]:
+        """Under the lock: the file's text, rolled forward first when a crash left it
+        stale; and whether it differs from the last revision (a hand edit; None without
+        a history)."""
+        raw = self.read_raw()
+        last = self.history.last() if self.history is not None else None
+        if last is None:
+            return raw, None
+        if self._stale(raw, last):
+            self._store(last.after.encode("utf-8"))
+            log.warning(
+                "curated memory: %s was rolled forward to revision %d of its history (a "
+                "writer stopped before replacing it)", self.path, last.rev,
+            )  # fmt: skip
+            return last.after, False
+        return raw, raw.strip() != last.after.strip()
+
+    def _stale(self, raw: str, last: Revision) -> bool:
+        """True when ``raw`` is what a crash after logging ``last`` leaves: the text before
+        it (or nothing, when the new file's data was lost), in a file not modified since
+        the revision was logged (a file edited by hand since then is not stale)."""
+        text = raw.strip()
+        if text == last.after.strip() or (text and text != last.before.strip()):
+            return False
+        try:
+            modified = os.stat(self.path).st_mtime_ns
+        except OSError:
+            return False  # deleted: a hand edit (every write creates the file first)
+        return modified <= int(last.ts * 1e9)
 
     def _render(self, entries: Sequence[str], *, known_good: frozenset[str]) -> bytes:
         for entry in entries:
@@ -270,26 +353,24 @@ class MarkdownFile:
             ) from exc
 
     def _store(self, data: bytes) -> None:
-        target = self.path.resolve() if self.path.is_symlink() else self.path
+        """One durable replace: temporary file, fdatasync, rename, directory fsync."""
+        target = self._target()
         try:
             ensure_private_dir(target.parent)
             _atomic_write(target, data)
         except OSError as exc:
-            raise MemoryStoreError(
-                f"Failed to write memory file {target}: {exc}. The previous file is unchanged."
-            ) from exc
+            raise self._write_error(target, exc) from exc
 
     # ------------------------------------------------------------------ internals
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         try:
-            ensure_private_dir(self.path.parent)
-            self._lock.acquire(timeout=self.lock_timeout, poll_interval=0.001)
-        except filelock.Timeout as exc:
+            self._lock.acquire(self.lock_timeout)
+        except LockTimeout:
             raise MemoryStoreError(
                 f"Could not lock {self.lock_path} within {self.lock_timeout:g}s: another "
                 "writer holds it. Nothing was written; retry shortly."
-            ) from exc
+            ) from None
         except OSError as exc:
             raise MemoryStoreError(
                 f"Cannot take the write lock {self.lock_path}: {exc}. Nothing was written; "
@@ -382,31 +463,48 @@ def _same_bytes(path: Path, data: bytes) -> bool:
 
 
 def _atomic_write(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` via temp file + fsync + ``os.replace`` + directory fsync.
-
-    The temp file is flushed with ``fdatasync`` where available: it makes the data and the
-    file size durable, which is all the rename needs; timestamps are not worth a journal
-    commit on every write.
-    """
-    fd, tmp_name = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=_TEMP_SUFFIX
-    )
+    """Write ``data`` to ``target`` durably: temp file + fdatasync + ``os.replace`` +
+    directory fsync."""
+    tmp_name = _write_temp(target, data, sync=True)
     try:
-        try:
-            mode = target.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mode = None
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
-            _sync_data(handle.fileno())
         os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
+    _fsync_directory(target.parent)
+
+
+def _write_temp(target: Path, data: bytes, *, sync: bool) -> str:
+    """A temporary file beside ``target`` holding ``data`` with ``target``'s mode (0600
+    for a new file), flushed with ``fdatasync`` when ``sync`` (the data and size: all a
+    rename needs; timestamps are not worth a journal commit); its name."""
+    fd, tmp_name = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.", suffix=_TEMP_SUFFIX
+    )
+    try:
+        try:
+            mode = os.stat(target).st_mode & 0o777
+        except FileNotFoundError:
+            mode = None
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if mode is not None and mode != 0o600:
+                os.fchmod(handle.fileno(), mode)
+            if sync:
+                _sync_data(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+    return tmp_name
+
+
+def _create_durably(target: Path) -> None:
+    """Create ``target`` empty (0600) and make its directory entry durable."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     _fsync_directory(target.parent)
 
 
