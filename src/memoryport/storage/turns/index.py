@@ -12,7 +12,8 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,22 +153,31 @@ class TurnIndex:
         self.path = Path(path)
         self.weights = weights or Weights()
         self.embedder = embedder if embedder is not None or not dense else vectors.load_default()
-        if str(path) != ":memory:":
+        in_memory = str(path) == ":memory:"
+        if not in_memory:
             create_private_file(self.path)
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
+        self._write_lock = threading.Lock()
+        self._writer = sqlite3.connect(
             str(path), timeout=10.0, isolation_level=None, check_same_thread=False
         )
+        self._lock, self._conn = self._write_lock, self._writer
         try:
-            enable_wal(self._conn)
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            schema.migrate(self._conn)
+            enable_wal(self._writer)
+            self._writer.execute("PRAGMA synchronous=NORMAL")
+            schema.migrate(self._writer)
+            if not in_memory:  # searches read a WAL snapshot while a write commits
+                self._lock, self._conn = threading.Lock(), sqlite3.connect(
+                    str(path), timeout=10.0, isolation_level=None, check_same_thread=False)
+                self._conn.execute("PRAGMA query_only=1")
         except BaseException:
+            self._writer.close()
             self._conn.close()
             raise
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connections (idempotent)."""
+        with self._write_lock:
+            self._writer.close()
         with self._lock:
             self._conn.close()
 
@@ -194,8 +204,8 @@ class TurnIndex:
         if not checked:
             return []
         vecs = self.embedder.embed([t.text for t in checked]) if self.embedder else None
-        with self._lock:
-            conn = self._conn
+        with self._write_lock:
+            conn = self._writer
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 ids = self._insert(checked)
@@ -215,7 +225,7 @@ class TurnIndex:
         return ids
 
     def _insert(self, turns: list[TurnInput]) -> list[int]:
-        conn = self._conn
+        conn = self._writer
         nexts: dict[tuple[str, str], int] = {}
         touched: dict[tuple[str, str, int], int] = {}  # block -> first new position
         ids = []
@@ -258,7 +268,7 @@ class TurnIndex:
     def _reindex_block(self, block: tuple[str, str, int], first_new: int) -> None:
         """Replace a session block's document with its turns' text (old text rebuilt
         from the turns stored before this transaction, for the FTS5 delete)."""
-        conn = self._conn
+        conn = self._writer
         user, session, number = block
         lo = number * schema.BLOCK_TURNS
         rows = conn.execute(
@@ -336,7 +346,7 @@ class TurnIndex:
         if not match:
             return [], []
         maybe_time = has_time_words(query)
-        with self._lock:
+        with self._lock, self._snapshot():
             main, found = self._main_scores(match, scope)
             blocks = self._block_scores(match, scope)
             rows = self._candidate_rows(scope, main, blocks, found)
@@ -362,6 +372,22 @@ class TurnIndex:
             [1.0 if r[0] in events else 0.0 for r in rows] if events else zeros,
             self._naming(words, rows),
         ]
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """The candidate queries in one read transaction on the search connection (one
+        WAL snapshot: a write committing meanwhile is seen whole or not at all); nothing
+        when searches share the writer's connection (``:memory:``, a subclass)."""
+        conn = self._conn
+        if conn is self._writer:
+            yield
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
 
     def _naming(self, words: list[str], rows: Sequence[_Row]) -> list[float]:
         """The ``named`` signal of each candidate row (all 0 unless the query asks for a
