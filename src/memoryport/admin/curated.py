@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from memoryport.admin.pause import check_writes
 from memoryport.config import MemorySettings, load_config
 from memoryport.errors import MemoryportError, MemoryStoreError
+from memoryport.providers.curated.backends import location
 from memoryport.providers.curated.editor import FileReview
 from memoryport.providers.curated.store import (
     CuratedMemory,
@@ -76,7 +77,8 @@ def open_curated(
 
 
 def target_info(store: CuratedMemory, target: str) -> dict[str, Any]:
-    """One target as JSON: path, enabled, entries, usage and the entries the scan blocks.
+    """One target as JSON: path, location (where it really lives: the file, or the
+    PostgreSQL row), enabled, entries, usage and the entries the scan blocks.
 
     ``blocked`` maps 1-based entry numbers (as strings) to the scan's finding ids.
     """
@@ -84,6 +86,7 @@ def target_info(store: CuratedMemory, target: str) -> dict[str, Any]:
     return {
         "target": target,
         "path": str(store.path(target)),
+        "location": location(store, target),
         "enabled": store.is_enabled(target),
         "entries": entries,
         "entry_count": len(entries),

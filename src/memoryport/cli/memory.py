@@ -96,7 +96,7 @@ def _print_plain(info: dict[str, Any]) -> None:
     usage = info["usage"]
     state = "" if info["enabled"] else ", disabled"
     click.echo(
-        f"{info['target']}: {printable(info['path'])} ({usage['percent']}% - "
+        f"{info['target']}: {printable(info['location'])} ({usage['percent']}% - "
         f"{usage['used']:,}/{usage['limit']:,} chars, "
         f"{plural(len(info['entries']), 'entry')}{state})"
     )
@@ -112,7 +112,7 @@ def _print_table(info: dict[str, Any]) -> None:
 
     usage = info["usage"]
     title = (
-        f"{info['target']} — {printable(info['path'])}\n{usage['percent']}% - "
+        f"{info['target']} — {printable(info['location'])}\n{usage['percent']}% - "
         f"{usage['used']:,}/{usage['limit']:,} chars" + ("" if info["enabled"] else " (disabled)")
     )
     table = Table(title=Text(title), show_lines=True)
@@ -138,8 +138,9 @@ def memory_group() -> None:
 def list_command(home: Path | None, user_id: str, target: str | None, as_json: bool) -> None:
     """Show the live entries and budget usage.
 
-    JSON: {"targets": [{"target", "path", "enabled", "entries", "entry_count", "usage",
-    "blocked"}], "count": N}. Works with a broken config.yaml (default settings, a warning).
+    JSON: {"targets": [{"target", "path", "location", "enabled", "entries", "entry_count",
+    "usage", "blocked"}], "count": N}. Works with a broken config.yaml (default settings, a
+    warning).
     """
     store = open_store(home, user_id, degrade=True)
     try:

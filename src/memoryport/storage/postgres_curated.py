@@ -73,6 +73,15 @@ class PostgresCuratedBackend:
     def __repr__(self) -> str:
         return f"PostgresCuratedBackend(schema={self.schema!r}, profile={self.profile!r})"
 
+    def location(self, owner: str, target: str) -> str:
+        """Where ``owner``'s ``target`` lives, for people (``memory list``): server and
+        database (never the password), table, profile, owner and target."""
+        from memoryport.storage.sessions.postgres.connect import describe_dsn
+
+        who = f"user {owner}" if owner else "shared"
+        return (f"postgresql://{describe_dsn(self.dsn)} ({self.schema}.curated_targets,"
+                f" profile {self.profile}, {who}, target {target})")
+
     def dump(self) -> list[tuple[str, str, str, list[Revision]]]:
         """Every target of this profile, all users (an unscoped ``*`` connection):
         ``(owner, target, text, revisions oldest first)``, for ``memoryport export``."""
@@ -118,7 +127,7 @@ class PostgresCuratedBackend:
     def open_target(self, place: TargetPlace) -> tuple[TargetFile, RevisionLog]:
         """The row of ``place``'s target and its history, on a connection scoped to
         ``place.scope`` (row-level security)."""
-        db = database(self.dsn, self.schema, place.scope)
+        db = database(self.dsn, self.schema, place.scope, place.lock_timeout)
         key = (self.profile, place.owner, place.target)
         history = PgHistory(db, key, HistoryLog.beside(place.path).path, place)
         return PgTarget(db, key, place, history), history

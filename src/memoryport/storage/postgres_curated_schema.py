@@ -170,7 +170,8 @@ def migrate(conn: psycopg.Connection[Any], schema: str) -> list[str]:
 
 _TRIES = 5
 LOCK_TIMEOUT_MS = 10_000
-"""How long a writer waits for another host's writer of the same target."""
+"""How long a writer waits for another host's writer of the same target, unless the
+store says (``CuratedMemory(lock_timeout=...)``, as for the file lock)."""
 POOL_TIMEOUT_S = 10.0
 """How long a call waits for a connection (a server that went away fails this fast)."""
 _POOLS: dict[tuple[str, str], _Pool] = {}
@@ -180,8 +181,9 @@ _POOLS_LOCK = threading.Lock()
 class _Pool:
     """One connection pool per (DSN, schema) in a process, shared by every user scope.
 
-    Each connection remembers the scope it was last set to; a call for another user sets
-    ``memoryport.user_id`` first (one extra round trip, only on a switch), so a server
+    Each connection remembers the scope and lock timeout it was last set to; a call for
+    another user (or another ``lock_timeout``) sets ``memoryport.user_id`` and
+    ``lock_timeout`` first (one extra round trip, only on a switch), so a server
     answering many users keeps a handful of connections, not one pool per user.
     """
 
@@ -190,7 +192,8 @@ class _Pool:
             raise ConfigError(f"invalid PostgreSQL schema name {schema!r}")
         self.schema = schema
         self.ident = sql.Identifier(schema)
-        self._scopes: WeakKeyDictionary[psycopg.Connection[Any], str] = WeakKeyDictionary()
+        self._scopes: WeakKeyDictionary[psycopg.Connection[Any], tuple[str, int]] = (
+            WeakKeyDictionary())
         check_connection(dsn, CONNECT_TIMEOUT_S)
         self._pool: ConnectionPool[Any] = ConnectionPool(
             dsn, min_size=1, max_size=max(1, pool_size), timeout=POOL_TIMEOUT_S,
@@ -213,12 +216,14 @@ class _Pool:
             raise error(f"cannot create the tables in schema {self.schema!r}: {exc}") from exc
 
     def _call(
-        self, fn: Callable[[Cursor], T], scope: str, transaction: bool
+        self, fn: Callable[[Cursor], T], scope: str, transaction: bool, lock_ms: int
     ) -> T:
         with self._pool.connection() as conn:
-            if self._scopes.get(conn) != scope:
-                conn.execute("SELECT set_config(%s, %s, false)", (SCOPE_SETTING, scope))
-                self._scopes[conn] = scope
+            if self._scopes.get(conn) != (scope, lock_ms):
+                conn.execute("SELECT set_config(%s, %s, false),"
+                             " set_config('lock_timeout', %s, false)",
+                             (SCOPE_SETTING, scope, f"{lock_ms}ms"))
+                self._scopes[conn] = (scope, lock_ms)
             if not transaction:
                 with conn.cursor() as cur:
                     return fn(cur)
@@ -227,13 +232,14 @@ class _Pool:
 
     def run(
         self, fn: Callable[[Cursor], T], error: Callable[[str], Exception], scope: str,
-        transaction: bool,
+        transaction: bool, lock_ms: int = LOCK_TIMEOUT_MS,
     ) -> T:  # fmt: skip
-        """Run ``fn`` as ``scope``; see :meth:`Database.run`."""
+        """Run ``fn`` as ``scope``, waiting at most ``lock_ms`` for a row lock; see
+        :meth:`Database.run`."""
         remigrated = False
         for attempt in range(_TRIES):
             try:
-                return self._call(fn, scope, transaction)
+                return self._call(fn, scope, transaction, lock_ms)
             except (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName) as exc:
                 if remigrated:
                     raise error(f"PostgreSQL refused the statement: {exc}") from exc
@@ -245,8 +251,8 @@ class _Pool:
                 time.sleep(random.uniform(0.005, 0.02) * (attempt + 1))
             except pg_errors.LockNotAvailable as exc:
                 raise error(
-                    "another writer held the lock for too long. Nothing was written; retry "
-                    "shortly"
+                    f"could not lock the target within {lock_ms / 1000:g}s: another writer "
+                    "holds it. Nothing was written; retry shortly"
                 ) from exc
             except (psycopg.OperationalError, PoolTimeout) as exc:
                 raise error(
@@ -280,9 +286,11 @@ class Database:
     Errors surface as ``error(message)`` naming what failed and what to check.
     """
 
-    def __init__(self, pool: _Pool, scope: str) -> None:
+    def __init__(self, pool: _Pool, scope: str, lock_timeout: float | None = None) -> None:
         self._pool = pool
         self.scope = scope
+        self.lock_ms = LOCK_TIMEOUT_MS if lock_timeout is None else max(
+            1, round(lock_timeout * 1000))
         self.schema = pool.schema
         self.ident = pool.ident
 
@@ -293,7 +301,7 @@ class Database:
     def read(self, fn: Callable[[Cursor], T], error: Callable[[str], Exception]) -> T:
         """Run ``fn`` (one statement: it reads one consistent snapshot) without a
         transaction block, saving the ``BEGIN``/``COMMIT`` round trips of :meth:`run`."""
-        return self._pool.run(fn, error, self.scope, False)
+        return self._pool.run(fn, error, self.scope, False, self.lock_ms)
 
     def run(self, fn: Callable[[Cursor], T], error: Callable[[str], Exception]) -> T:
         """Run ``fn`` in one transaction; a failure raises ``error(message)``.
@@ -301,21 +309,24 @@ class Database:
         A table that vanished (the schema was dropped while this process held it open)
         is created again by the migrations, once, and the transaction retried.
         """
-        return self._pool.run(fn, error, self.scope, True)
+        return self._pool.run(fn, error, self.scope, True, self.lock_ms)
 
     def close(self) -> None:
         """Close the shared pool (every scope of this DSN and schema)."""
         self._pool.close()
 
 
-def database(dsn: str, schema: str, scope: str) -> Database:
-    """``(dsn, schema)``'s process-wide pool (opened on first use), seen as ``scope``."""
+def database(dsn: str, schema: str, scope: str, lock_timeout: float | None = None
+             ) -> Database:
+    """``(dsn, schema)``'s process-wide pool (opened on first use), seen as ``scope``;
+    a write waits at most ``lock_timeout`` seconds for another writer's row lock
+    (:data:`LOCK_TIMEOUT_MS` when None)."""
     key = (dsn, schema)
     with _POOLS_LOCK:
         found = _POOLS.get(key)
         if found is None:
             found = _POOLS[key] = _Pool(dsn, schema)
-    return Database(found, scope)
+    return Database(found, scope, lock_timeout)
 
 
 def close_databases(schema: str | None = None) -> int:

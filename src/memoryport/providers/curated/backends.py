@@ -13,13 +13,21 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
+from typing import Any
 
 from memoryport.config import StorageSettings, config_path, load_config, profile_name
 from memoryport.errors import ConfigError, MemoryportError
 from memoryport.storage.audit import DB_NAME, AuditLog
 from memoryport.storage.curated_targets import CuratedBackend, FileBackend
 
-__all__ = ["audit_log_for", "backend_for", "default_backend", "storage_of", "uses_postgres"]
+__all__ = [
+    "audit_log_for",
+    "backend_for",
+    "default_backend",
+    "location",
+    "storage_of",
+    "uses_postgres",
+]
 
 log = logging.getLogger(__name__)
 
@@ -94,3 +102,16 @@ def audit_log_for(home: Path) -> AuditLog:
     from memoryport.storage.postgres_audit import PostgresAuditLog
 
     return PostgresAuditLog(storage.dsn, profile=profile_name(home), path=path)
+
+
+def location(store: Any, target: str) -> str:
+    """Where ``target`` of the ``CuratedMemory`` ``store`` really lives, for people: its
+    file, or on PostgreSQL the server, database, table, profile and owner (``memory
+    list``; ``store.path(target)`` stays the file ``memoryport export`` writes)."""
+    path = Path(store.path(target))
+    backend = store.backend
+    describe = getattr(backend, "location", None)
+    if not callable(describe):
+        return str(path)
+    owner = store.user_id if path.parent != Path(store.home) / "memories" else ""
+    return str(describe(owner or "", target))
