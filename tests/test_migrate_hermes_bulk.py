@@ -1,6 +1,8 @@
 """The bulk path of ``memoryport migrate hermes`` (issue 15): batches through
-``SessionStore.sync_sessions``, a reader thread ahead of the writer, a SIGKILL mid-import
-then a re-run giving exactly the full import once, the index searchable afterwards."""
+``SessionStore.sync_sessions``, a reader process ahead of the writer, long sessions in
+slices, a SIGKILL mid-import then a re-run giving exactly the full import once, the index
+searchable afterwards, and every stored value equal to a plain one-session-at-a-time
+import."""
 
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from memoryport.admin.migrate import HermesOptions, migrate_hermes
-from memoryport.admin.migrate.hermes_sessions import prefetch
 from memoryport.admin.sessions import SessionStore, open_store
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
 from test_migrate_hermes import SCHEMAS
@@ -67,6 +68,7 @@ import sys, time
 from pathlib import Path
 from memoryport.admin.migrate import HermesOptions, hermes_sessions, migrate_hermes
 hermes_sessions.BATCH_MESSAGES = 200
+hermes_sessions.INLINE_MESSAGES = 0  # the reader process
 migrate_hermes(Path(sys.argv[2]), HermesOptions(source=Path(sys.argv[1])),
                progress=lambda *_: time.sleep(0.2))
 """
@@ -122,6 +124,7 @@ def test_batches_with_progress_and_growth(tmp_path: Path, monkeypatch: pytest.Mo
     from memoryport.admin.migrate import hermes_sessions
 
     monkeypatch.setattr(hermes_sessions, "BATCH_MESSAGES", 100)
+    monkeypatch.setattr(hermes_sessions, "INLINE_MESSAGES", 0)
     source, home = tmp_path / "hermes", tmp_path / "home"
     source.mkdir()
     total = build_big(source / "state.db", 30)
@@ -149,30 +152,25 @@ def test_batches_with_progress_and_growth(tmp_path: Path, monkeypatch: pytest.Mo
         assert [h.message.session_id for h in hits] == ["s00007"]
 
 
-def test_prefetch_passes_items_errors_and_stops_its_thread() -> None:
-    assert list(prefetch(iter(range(50)), depth=2)) == list(range(50))
+def test_reader_process_passes_batches_errors_and_stops(tmp_path: Path) -> None:
+    from memoryport.admin.migrate.hermes_db import HermesDB
+    from memoryport.admin.migrate.hermes_reader import plain_batches, read_in_process
+    from memoryport.errors import StoreError
 
-    def broken() -> Iterator[int]:
-        yield 1
-        raise ValueError("bad row")
-
-    with pytest.raises(ValueError, match="bad row"):
-        list(prefetch(broken()))
-    produced: list[int] = []
-
-    def endless() -> Iterator[int]:
-        n = 0
-        while True:
-            produced.append(n)
-            yield n
-            n += 1
-
-    items = prefetch(endless())
-    assert next(items) == 0
-    items.close()  # joins the producer thread
-    count = len(produced)
-    time.sleep(0.1)
-    assert len(produced) == count and count <= 3
+    path = tmp_path / "state.db"
+    build_big(path, 12)
+    todo = [(f"s{i:05d}", None, 0, PER_SESSION) for i in range(12)]
+    with HermesDB(path) as db:
+        inline = list(plain_batches(db, todo, 50))
+    assert list(read_in_process(path, todo, 50)) == inline
+    assert [len(b) for b in inline] == [3, 3, 3, 3]  # whole sessions, ~50 messages each
+    with pytest.raises(IndexError):  # raised in the reader, re-raised here
+        list(read_in_process(path, [*todo[:4], ("missing", None, 0, 1)], 50))
+    batches = read_in_process(path, todo, 20)
+    assert next(batches) == inline[0][:1]
+    batches.close()  # stops the reader before returning
+    with pytest.raises(StoreError, match="cannot read the Hermes database"):
+        list(read_in_process(tmp_path / "nothing.db", todo, 20))
 
 
 def test_sync_sessions_creates_grows_and_refuses_an_unknown_parent(store: SessionStore) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from memoryport.storage.sessions.records import MessageInput
 
 __all__ = [
     "HermesDB",
+    "MessageFields",
     "message_reader",
     "session_record",
 ]
@@ -43,6 +44,12 @@ _MESSAGE_FIELDS = frozenset(
 )  # fmt: skip
 _SESSION_SKIP = frozenset({"message_count"})
 
+MessageFields = tuple[
+    str, str, "str | None", "list[Any] | None", "str | None", "str | None", float, dict[str, Any]
+]
+"""A message as ``MessageInput`` takes its fields, in order: role, content, tool name,
+tool calls, tool call id, reasoning, timestamp, metadata (``MessageInput(*fields)``)."""
+
 
 def _plain(value: Any) -> Any:
     if isinstance(value, bytes):
@@ -58,7 +65,7 @@ class HermesDB:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._reader: tuple[str, Callable[[Sequence[Any]], MessageInput]] | None = None
+        self._reader: tuple[str, Callable[[Sequence[Any]], MessageFields]] | None = None
         try:
             self.conn = self._open(path)
             self.session_columns = self._columns("sessions")
@@ -148,13 +155,44 @@ class HermesDB:
         row = self._fetch("SELECT * FROM sessions WHERE id = ?", session_id)[0]
         return dict(zip(self.session_columns, row, strict=False))
 
-    def message_inputs(self, session_id: str) -> list[MessageInput]:
-        """The messages of one session, in id order, as the store takes them
-        (:func:`message_reader`)."""
+    def _message_query(self) -> tuple[str, Callable[[Sequence[Any]], MessageFields]]:
         if self._reader is None:
             self._reader = message_reader(self.message_columns)
-        sql, convert = self._reader
+        return self._reader
+
+    def message_fields(self, session_id: str) -> list[MessageFields]:
+        """The messages of one session, in id order, as ``MessageInput`` field tuples
+        (:func:`message_reader`)."""
+        sql, convert = self._message_query()
         return [convert(row) for row in self._fetch(sql, session_id)]
+
+    def message_inputs(self, session_id: str) -> list[MessageInput]:
+        """The messages of one session, in id order, as the store takes them."""
+        return [MessageInput(*fields) for fields in self.message_fields(session_id)]
+
+    def message_slices(
+        self, session_id: str, skip: int, size: int
+    ) -> Iterator[list[MessageFields]]:
+        """The messages of one session after its first ``skip``, in id order, ``size`` at a
+        time (:meth:`message_fields`), read lazily: one slice in memory however long the
+        session is."""
+        sql, convert = self._message_query()
+        sql += " LIMIT -1 OFFSET ?"
+        done, lenient = skip, False
+        try:
+            while True:
+                try:
+                    cursor = self.conn.execute(sql, (session_id, done))
+                    while rows := cursor.fetchmany(size):
+                        done += len(rows)
+                        yield [convert(row) for row in rows]
+                    return
+                except sqlite3.OperationalError:  # text that is not UTF-8: read on leniently
+                    if lenient:
+                        raise
+                    lenient, self.conn.text_factory = True, _lenient
+        finally:
+            self.conn.text_factory = str
 
 
 def _lenient(raw: bytes) -> str:
@@ -185,7 +223,9 @@ _CORE = ("id", "role", "content", "timestamp", "tool_name", "tool_calls", "tool_
          "reasoning", "reasoning_content")  # fmt: skip
 
 
-def message_reader(columns: Sequence[str]) -> tuple[str, Callable[[Sequence[Any]], MessageInput]]:
+def message_reader(
+    columns: Sequence[str],
+) -> tuple[str, Callable[[Sequence[Any]], MessageFields]]:
     """The query (one session's messages, ``?`` = its id) and the row conversion for a
     ``messages`` table with ``columns``, every column position fixed by the query (a
     missing core column reads as NULL) so a row converts without a dict.
@@ -195,29 +235,37 @@ def message_reader(columns: Sequence[str]) -> tuple[str, Callable[[Sequence[Any]
     as ``metadata["hermes"]["tool_calls"]``) and reasoning (``reasoning``, else
     ``reasoning_content``) fill the message's fields; every other non-empty column, and
     the Hermes id (the store numbers messages itself), go under ``metadata["hermes"]``.
+    The query's last column flags a row holding a BLOB (content and extra columns are
+    then decoded as UTF-8 with U+FFFD), so other rows skip that check.
     """
     have = set(columns)
     extras = [name for name in columns if name not in _MESSAGE_FIELDS]
     select = [f'"{n}"' if n in have else "NULL" for n in _CORE] + [f'"{n}"' for n in extras]
-    sql = f"SELECT {', '.join(select)} FROM messages WHERE session_id = ? ORDER BY id"
+    blob = " OR ".join(f"typeof({c}) = 'blob'" for c in select if c != "NULL")
+    sql = (f"SELECT {', '.join(select)}, {blob} FROM messages"
+           " WHERE session_id = ? ORDER BY id")  # fmt: skip
     first = len(_CORE)
 
-    def convert(row: Sequence[Any]) -> MessageInput:
-        extra = {n: _plain(v) for n, v in zip(extras, row[first:], strict=True)
+    def convert(row: Sequence[Any]) -> MessageFields:
+        content = row[2]
+        extra = {n: v for n, v in zip(extras, row[first:-1], strict=True)
                  if v is not None and v != ""}  # fmt: skip
+        if row[-1]:
+            content, extra = _plain(content), {n: _plain(v) for n, v in extra.items()}
         extra["id"] = int(row[0])
         reasoning = row[7]
         if not reasoning and row[8]:
             reasoning = extra.pop("reasoning_content", row[8])
-        return MessageInput(
-            role=str(row[1] or "user"),
-            content="" if row[2] is None else str(_plain(row[2])),
-            tool_name=row[4] or None,
-            tool_calls=_tool_calls(row[5], extra),
-            tool_call_id=row[6] or None,
-            reasoning=str(reasoning) if reasoning else None,
-            timestamp=float(row[3] or 0.0),
-            metadata={"hermes": extra},
+        calls = row[5]
+        return (
+            str(row[1] or "user"),
+            "" if content is None else str(content),
+            row[4] or None,
+            None if calls is None else _tool_calls(calls, extra),
+            row[6] or None,
+            str(reasoning) if reasoning else None,
+            float(row[3] or 0.0),
+            {"hermes": extra},
         )
 
     return sql, convert

@@ -2,84 +2,49 @@
 Hermes ``state.db`` into the session store, fast and in bounded memory.
 
 * Sessions already stored with as many messages as Hermes has are found first (one read
-  each) and never read from Hermes again, so a re-run costs little.
-* The rest are read (:class:`.hermes_db.HermesDB`, row tuples straight to
-  ``MessageInput``) in batches of whole sessions of about :data:`BATCH_MESSAGES`
-  messages, each written by ``SessionStore.sync_sessions`` in one transaction.
-* Reading runs in a thread one batch ahead of the writer (:func:`prefetch`): SQLite
-  releases the GIL while it inserts and indexes, so the next batch is read and converted
-  meanwhile. Memory stays at about three batches (one queued, one being read, one being
-  written) plus the largest single session, whatever the size of the database.
+  each) and never read from Hermes again, so a re-run costs little; a long session
+  stored in part (an import that was stopped) is read on from where it stopped.
+* The rest are read (:mod:`.hermes_reader`: row tuples straight to message fields) in
+  batches of about :data:`BATCH_MESSAGES` messages, each written by
+  ``SessionStore.sync_sessions`` in one transaction. A session longer than a batch is
+  read and written in slices of at most a batch, so memory never holds all of it.
+* A large import (over :data:`INLINE_MESSAGES` messages to read) reads in a separate
+  process one batch ahead of the writer; a small one reads inline. Memory stays at about
+  three batches (one being read, one in the pipe, one being written), whatever the size
+  of the database.
 
-A failure stops both sides; every committed batch is whole (sessions with all their
-messages, indexed), so running the import again finishes the job.
+A failure stops both sides; every committed batch is whole (sessions, or slices of long
+ones, with their messages, indexed), so running the import again finishes the job.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
-from collections.abc import Generator, Iterable, Iterator
 from contextlib import closing
-from dataclasses import astuple, fields
-from typing import TypeVar
+from dataclasses import astuple
 
-from memoryport.admin.migrate.hermes_db import HermesDB, session_record
+from memoryport.admin.migrate.hermes_db import HermesDB
+from memoryport.admin.migrate.hermes_reader import (
+    PlainEntry,
+    Todo,
+    plain_batches,
+    read_in_process,
+)
 from memoryport.admin.sessions import Progress, SessionStore
 from memoryport.errors import SessionNotFound
 from memoryport.storage.sessions.records import MessageInput, SessionRecord, SyncReport
 
-__all__ = ["BATCH_MESSAGES", "import_sessions", "prefetch"]
+__all__ = ["BATCH_MESSAGES", "INLINE_MESSAGES", "import_sessions"]
 
 BATCH_MESSAGES = 10_000
-"""Messages per write transaction (whole sessions: a larger session is a batch alone)."""
+"""Messages per write transaction (whole sessions; a longer session is sliced)."""
+INLINE_MESSAGES = 20_000
+"""Imports with at most this many messages to read read them inline (no reader process:
+starting one costs about as much as reading this many)."""
 
-T = TypeVar("T")
 Entry = tuple[SessionRecord, list[MessageInput]]
-_RECORD_FIELDS = frozenset(f.name for f in fields(SessionRecord))
-
-
-def prefetch(items: Iterable[T], depth: int = 1) -> Generator[T, None, None]:
-    """``items``, produced by a thread that keeps up to ``depth`` of them ready.
-
-    An exception in the producer is raised here; closing the iterator early (or an
-    exception in the consumer) stops the producer before this returns.
-    """
-    ready: queue.Queue[tuple[str, object]] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(kind: str, value: object) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put((kind, value), timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for item in items:
-                if not put("item", item):
-                    return
-            put("end", None)
-        except BaseException as exc:  # handed to the consumer, raised there
-            put("error", exc)
-
-    thread = threading.Thread(target=produce, name="hermes-reader", daemon=True)
-    thread.start()
-    try:
-        while True:
-            kind, value = ready.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                assert isinstance(value, BaseException)
-                raise value
-            yield value  # type: ignore[misc]
-    finally:
-        stop.set()
-        thread.join()
+_STAND_IN = MessageInput("user")
+"""Stands for the messages of a sliced session that earlier slices stored: never read,
+``sync_sessions`` appends only what comes after the stored count."""
 
 
 def _stored_count(store: SessionStore, session_id: str) -> int | None:
@@ -89,31 +54,41 @@ def _stored_count(store: SessionStore, session_id: str) -> int | None:
         return None
 
 
-def _record(
-    db: HermesDB, session_id: str, parent: str | None, messages: list[MessageInput]
-) -> SessionRecord:
-    """One Hermes session as a ``SessionRecord`` (:func:`.hermes_db.session_record`);
-    its tool call count is Hermes' own, or counted from the messages when the table has
-    no such column."""
-    newest = max((m.timestamp or 0.0 for m in messages), default=0.0)
-    record = session_record(db.session_row(session_id), parent, len(messages), newest)
-    if "tool_call_count" not in db.session_columns:
-        record["tool_call_count"] = sum(len(m.tool_calls or []) for m in messages)
-    return SessionRecord(**{k: v for k, v in record.items() if k in _RECORD_FIELDS})
+def _entries(batch: list[PlainEntry]) -> list[Entry]:
+    """Sync entries: each slice of a long session after stand-ins for those before it."""
+    out = []
+    for record, messages, before in batch:
+        items = [MessageInput(*m) for m in messages]
+        out.append((SessionRecord(**record), [_STAND_IN] * before + items if before else items))
+    return out
 
 
-def _batches(db: HermesDB, todo: list[tuple[str, str | None]]) -> Iterator[list[Entry]]:
-    batch: list[Entry] = []
-    pending = 0
-    for session_id, parent in todo:
-        messages = db.message_inputs(session_id)
-        batch.append((_record(db, session_id, parent, messages), messages))
-        pending += len(messages)
-        if pending >= BATCH_MESSAGES:
-            yield batch
-            batch, pending = [], 0
-    if batch:
-        yield batch
+class _Counts:
+    """The import's ``SyncReport``, a sliced session counted once: ``sync_sessions``
+    reports each later slice as growth of the session an earlier slice wrote."""
+
+    def __init__(self, unchanged: int, long: set[str], new: set[str]) -> None:
+        self.totals = [0, 0, unchanged, 0, 0]
+        self.long, self.new = long, new
+        self.seen: set[str] = set()
+
+    def add(self, batch: list[PlainEntry], report: SyncReport) -> None:
+        values = list(astuple(report))
+        for record, messages, _ in batch:
+            session_id = record["id"]
+            if session_id not in self.long:
+                continue
+            if session_id in self.seen:
+                values[1] -= 1
+                if session_id in self.new:
+                    values[3] += len(messages)
+                    values[4] -= len(messages)
+            self.seen.add(session_id)
+        for i, value in enumerate(values):
+            self.totals[i] += value
+
+    def report(self) -> SyncReport:
+        return SyncReport(*self.totals)
 
 
 def import_sessions(
@@ -122,25 +97,31 @@ def import_sessions(
 ) -> SyncReport:  # fmt: skip
     """Every session of ``order`` (parents first; ``sizes`` = Hermes' message count per
     session) into ``store``; ``progress`` gets ``("importing", messages done, total)``
-    after each batch (sessions found unchanged count as done)."""
+    after each batch (messages found stored count as done)."""
+    size = BATCH_MESSAGES
     total = sum(sizes.values())
-    todo: list[tuple[str, str | None]] = []
+    todo: list[Todo] = []
     unchanged = done = 0
     for session_id, parent in order:
-        stored = _stored_count(store, session_id)
-        if stored is not None and stored >= sizes.get(session_id, 0):
+        stored, count = _stored_count(store, session_id), sizes.get(session_id, 0)
+        if stored is not None and stored >= count:
             unchanged += 1
-            done += sizes.get(session_id, 0)
-        else:
-            todo.append((session_id, parent))
-    counts = [0, 0, unchanged, 0, 0]
+            done += count
+            continue
+        todo.append((session_id, parent, stored or 0, count))
+        if count > size:  # a long session is read on after what is stored
+            done += stored or 0
+    long = {t[0] for t in todo if t[3] > size}
+    counts = _Counts(unchanged, long, {t[0] for t in todo if t[0] in long and t[2] == 0})
     if progress is not None:
         progress("importing", done, total)
-    with closing(prefetch(_batches(db, todo))) as batches:
+    wanted = sum(t[3] - t[2] for t in todo)
+    reader = plain_batches(db, todo, size) if wanted <= INLINE_MESSAGES else read_in_process(
+        db.path, todo, size)  # fmt: skip
+    with closing(reader) as batches:
         for batch in batches:
-            for i, value in enumerate(astuple(store.sync_sessions(batch))):
-                counts[i] += value
-            done += sum(len(messages) for _, messages in batch)
+            counts.add(batch, store.sync_sessions(_entries(batch)))
+            done += sum(len(messages) for _, messages, _ in batch)
             if progress is not None:
                 progress("importing", done, total)
-    return SyncReport(*counts)
+    return counts.report()
