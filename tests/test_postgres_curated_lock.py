@@ -5,6 +5,7 @@ Real PostgreSQL (tests/pgserver.py)."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import uuid
 from collections.abc import Iterator
@@ -101,3 +102,31 @@ def test_memory_list_says_where_a_postgres_target_lives(
         assert files.exit_code == 0 and str(plain / "memories" / "MEMORY.md") in files.output
     finally:
         close_databases("memoryport")
+
+
+def test_one_statement_writes_never_act_on_a_stale_text(
+        pg_server: pgserver.PgServer, pg_schema: str, tmp_path: Path) -> None:
+    """Two stores (two hosts) on one target, alternating: each write lands on the text
+    the other left (no lost update, every revision chains to the previous one); a store
+    whose last write is stale still sees the other's add (remove works) and its remove
+    (the re-add is not taken for a duplicate); an outside edit is still recorded."""
+    backend = PostgresCuratedBackend(pg_server.uri, schema=pg_schema)
+    first = CuratedMemory(tmp_path, backend=backend)
+    second = CuratedMemory(tmp_path, backend=backend)
+    for n in range(6):
+        (first if n % 2 else second).add("memory", f"Entry {n}.")
+        first.add("memory", f"First {n}.")
+    assert len(second.entries("memory")) == 12
+    assert second.remove("memory", "First 5.").message == "Entry removed."
+    assert first.add("memory", "First 5.").message == "Entry added."
+    assert first.remove("memory", "Entry 4.").message == "Entry removed."
+    revisions = first.history("memory")
+    assert [r.rev for r in revisions] == list(range(1, 16))
+    assert all(b.before == a.after for a, b in itertools.pairwise(revisions))
+    with psycopg.connect(pg_server.uri) as conn:
+        conn.execute(sql.SQL("UPDATE {}.curated_targets SET content = content || %s"
+                             " WHERE target = 'memory'").format(sql.Identifier(pg_schema)),
+                     ("\n§\nTyped in psql.",))
+    first.add("memory", "After the edit.")
+    assert [r.action for r in first.history("memory")][-2:] == ["external", "add"]
+    assert first.entries("memory")[-2:] == ["Typed in psql.", "After the edit."]

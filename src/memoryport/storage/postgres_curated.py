@@ -276,7 +276,17 @@ class PgTarget:
         )
         self._update = db.q(update)
         # the revision and the new text in one statement: one round trip per write
-        self._logged_update = db.q(f"WITH revision AS ({PgHistory.INSERT}) {update}")
+        self._logged_update = db.q(
+            f"WITH revision AS ({PgHistory.INSERT}) {update} RETURNING xmin::text::bigint")
+        # the same, on the row as this object last wrote it (its version, xmin), as one
+        # statement outside any transaction block; no row when anyone changed it since
+        self._fast_update = db.q(
+            f"WITH u AS ({update} AND xmin::text::bigint = %s RETURNING xmin::text::bigint"
+            f" AS v), h AS (INSERT INTO {{s}}.curated_history(profile, user_id, target,"
+            f" {_HISTORY_COLUMNS}) SELECT %s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s FROM u)"
+            " SELECT v FROM u")
+        self._version: tuple[str, int, int] | None = None  # (text, last_rev, xmin) written
+        self._written: tuple[str, int, int] | None = None  # what the locked path wrote
 
     def __repr__(self) -> str:
         return f"PgTarget({self._db.schema!r}, {self._key!r})"
@@ -307,15 +317,58 @@ class PgTarget:
         describe: Callable[[_T], RevisionNote] | None = None,
     ) -> _T:
         """Run ``change`` on the row's text under its row lock and commit the new text
-        with its revision in one transaction (see the module docstring)."""
+        with its revision in one transaction (see the module docstring).
+
+        When this object wrote the row last, the change is first tried on the text it
+        wrote, as one statement that lands only if the row is still that version (its
+        ``xmin``): one round trip, serialised by the row lock that statement takes. If
+        anyone wrote in between (or the change writes nothing or fails on that text),
+        nothing lands and the change runs again under the row lock as above."""
+        fast = self._try_fast(change, describe)
+        if fast is not None:
+            return fast[0]
 
         def work(cur: Cursor) -> _T | _Refused:
             return self._mutate(cur, change, allow_drift, describe)
 
+        self._version = self._written = None
         outcome = self._db.run(work, _error)
         if isinstance(outcome, _Refused):
             raise outcome.error
+        self._version = self._written
         return outcome
+
+    def _try_fast(
+        self,
+        change: Callable[[FileState], tuple[list[str] | None, _T]],
+        describe: Callable[[_T], RevisionNote] | None,
+    ) -> tuple[_T] | None:
+        """``(value,)`` when the one-statement write landed, else None (nothing written)."""
+        known = self._version
+        if known is None or self._history is None or (known[1] + 1) % _PRUNE_EVERY == 0:
+            return None
+        raw, last_rev, version = known
+        entries = parse_entries(raw)
+        try:
+            if self.drift_reason(raw, entries) is not None:
+                return None
+            new_entries, value = change(FileState(raw, list(entries)))
+            if new_entries is None:
+                return None
+            after = self._render(new_entries, frozenset(entries))
+        except Exception:  # decided on the text as this object wrote it: ask the row
+            return None
+        rev = last_rev + 1
+        note = describe(value) if describe else RevisionNote("write", Provenance())
+        params = (after, rev, time.time(), *self._key, version,
+                  *self._history.values(rev, raw, after, note))
+        row = self._db.statement(lambda cur: cur.execute(self._fast_update, params).fetchone(),
+                                 _error)
+        if row is None:
+            self._version = None
+            return None
+        self._version = (after, rev, int(row[0]))
+        return (value,)
 
     def _locked_row(self, cur: Cursor) -> tuple[str, int, bool]:
         """``(text, last revision, changed outside memoryport)`` under the row lock."""
@@ -353,9 +406,11 @@ class PgTarget:
         rev = (self._external(cur, last_rev, raw) if external else last_rev) + 1
         note = describe(value) if describe else RevisionNote("write", Provenance())
         revision = self._history.values(rev, raw, after, note)
-        cur.execute(self._logged_update, (*revision, after, rev, time.time(), *self._key))
+        row = cur.execute(self._logged_update,
+                          (*revision, after, rev, time.time(), *self._key)).fetchone()
         if rev % _PRUNE_EVERY == 0:
             self._history.prune(cur, rev)
+        self._written = None if row is None else (after, rev, int(row[0]))
         return value
 
     def _external(self, cur: Cursor, rev: int, raw: str) -> int:

@@ -303,6 +303,11 @@ class Database:
         transaction block, saving the ``BEGIN``/``COMMIT`` round trips of :meth:`run`."""
         return self._pool.run(fn, error, self.scope, False, self.lock_ms)
 
+    def statement(self, fn: Callable[[Cursor], T], error: Callable[[str], Exception]) -> T:
+        """Run ``fn``, a write that is one statement (atomic on its own, so it needs no
+        ``BEGIN``/``COMMIT`` round trips); errors as in :meth:`run`."""
+        return self._pool.run(fn, error, self.scope, False, self.lock_ms)
+
     def run(self, fn: Callable[[Cursor], T], error: Callable[[str], Exception]) -> T:
         """Run ``fn`` in one transaction; a failure raises ``error(message)``.
 
