@@ -144,3 +144,40 @@ def test_an_app_role_syncs_only_its_user_and_a_refused_session_undoes_the_batch(
     finally:
         ana.close()
         bob.close()
+
+
+def _events(store: PostgresSessionStore) -> list[tuple[int, str, str]]:
+    with psycopg.connect(store._pool.conninfo) as conn:
+        return conn.execute(
+            sql.SQL("SELECT message_id, precision, words FROM {}.message_events ORDER BY 1")
+            .format(sql.Identifier(store.schema))
+        ).fetchall()  # fmt: skip
+
+
+def test_event_windows_go_to_their_own_messages_on_every_write_path(
+    pg_store: PostgresSessionStore,
+) -> None:
+    sid = pg_store.create_session("a", source="cli").id
+    first = pg_store.append_messages(sid, [
+        {"role": "user", "content": "yesterday", "timestamp": 1.7e9},
+        {"role": "user", "content": "plain"},
+    ])  # fmt: skip
+    then = pg_store.append_messages(sid, [
+        {"role": "user", "content": "plain again"},
+        {"role": "user", "content": "last week", "timestamp": 1.7e9},
+        {"role": "user", "content": "tomorrow", "timestamp": 1.7e9},
+    ])  # fmt: skip
+    grown = SessionRecord(id="a", source="cli")
+    new = SessionRecord(id="b", source="cli", started_at=1.0)
+    said = [MessageInput("user", f"text {i}", timestamp=1.7e9) for i in range(7)]
+    said[6] = MessageInput("user", "in 2019", timestamp=1.7e9)  # the 5 stored are skipped
+    pg_store.sync_sessions([
+        (new, [MessageInput("user", "today", timestamp=1.7e9), MessageInput("user", "x")]),
+        (grown, said),
+    ])  # fmt: skip
+    last = pg_store.get_messages("a")[-1].id
+    today = pg_store.get_messages("b")[0].id
+    assert [(i, w) for i, _, w in _events(pg_store)] == sorted([
+        (first[0], "yesterday"), (then[1], "last week"), (then[2], "tomorrow"),
+        (today, "today"), (last, "in 2019"),
+    ])  # fmt: skip

@@ -274,18 +274,21 @@ def index_problems(cur: Cursor, schema: sql.Identifier) -> tuple[list[str], int]
 
 
 # ---------------------------------------------------------------- batched appends
-# Batched appends for the PostgreSQL session store: one statement per batch.
+# Batched appends for the PostgreSQL session store: one round trip per batch.
 #
-# ``append_messages`` sends a whole batch as column arrays to one prepared statement:
+# ``append_batch`` queues, in pipeline mode, two prepared statements with the batch as
+# column arrays, and the caller's transaction queues ``COMMIT`` behind them:
 #
 # * the session's counters are updated (``UPDATE ... RETURNING`` in a CTE; no row, no
-#   insert, so an unknown session leaves nothing behind);
-# * the messages are inserted from ``unnest(...) WITH ORDINALITY`` in input order, so
-#   their identity ids ascend in that order (``RETURNING`` gives them back).
-#
-# The event windows resolved from the messages' words (computed client-side) follow in a
-# second array statement when there are any; it cannot be a CTE of the first, because
-# the row-level security check on ``message_events`` must see the new messages.
+#   insert, so an unknown session leaves nothing behind), and the messages inserted from
+#   ``unnest(...) WITH ORDINALITY`` in input order, so their identity ids ascend in that
+#   order (``RETURNING`` gives them back);
+# * the event windows resolved from the messages' words (computed client-side) are
+#   inserted for the batch's k-th message by position: the session's last ``len(batch)``
+#   messages by id are this batch's, because the ``UPDATE`` holds the session's row lock
+#   until commit (every other append, sync and import of the session waits for it). It
+#   cannot be a CTE of the first statement: the row-level security check on
+#   ``message_events`` must see the new messages.
 #
 # ``COPY`` cannot return the generated ids, which callers need; array parameters give the
 # same single round trip with a fixed statement text, which psycopg prepares once per
@@ -305,7 +308,7 @@ _COLUMNS = (
 
 
 def append_statement(schema: sql.Identifier) -> sql.Composed:
-    """The one-round-trip append for ``schema`` (parameters: see :func:`append_batch`)."""
+    """The one-statement append for ``schema`` (parameters: see :func:`append_batch`)."""
     names = ", ".join(name for name, _ in _COLUMNS)
     arrays = ", ".join(f"%s::{kind}[]" for _, kind in _COLUMNS)
     picked = ", ".join(f"r.{name}" for name, _ in _COLUMNS)
@@ -328,40 +331,63 @@ def events_statement(schema: sql.Identifier) -> sql.Composed:
     ).format(s=schema)
 
 
+def _positional_events_statement(schema: sql.Identifier) -> sql.Composed:
+    """Insert event windows of a session's last ``%s`` messages, the k-th (1-based, by id)
+    named by position; parameters: session id, count, then five arrays (position, start,
+    end, precision, words)."""
+    return sql.SQL(
+        "INSERT INTO {s}.message_events"
+        " SELECT m.id, e.start_at, e.end_at, e.precision, e.words"
+        " FROM (SELECT id, row_number() OVER (ORDER BY id) AS pos FROM"
+        " (SELECT id FROM {s}.messages WHERE session_id = %s ORDER BY id DESC LIMIT %s) l) m"
+        " JOIN unnest(%s::int8[], %s::float8[], %s::float8[], %s::text[], %s::text[])"
+        " AS e(pos, start_at, end_at, precision, words) USING (pos)"
+    ).format(s=schema)
+
+
 def append_batch(
     cur: Cursor, schema: sql.Identifier, session_id: str, items: Sequence[MessageInput], now: float
-) -> list[int]:
-    """Append ``items`` to ``session_id`` in the caller's transaction; their ids in order.
+) -> Callable[[], list[int]]:
+    """Queue the append of ``items`` to ``session_id`` in the caller's transaction.
 
-    Returns ``[]`` when the session does not exist (nothing was written).
+    Returns a function giving the new ids in input order once the statements ran (in
+    pipeline mode: after the transaction's commit); ``[]`` when the session does not
+    exist (nothing was written).
     """
     rows = [message_values(session_id, m, now) for m in items]
     columns: list[list[Any]] = [list(c) for c in zip(*(r[1:] for r in rows), strict=True)]
     tool_calls = sum(len(m.tool_calls or []) for m in items)
     last = max(float(r[3]) for r in rows)
     params = [len(rows), tool_calls, last, session_id, *columns]
-    found = cur.execute(append_statement(schema), params, prepare=True).fetchall()
-    ids = [int(row[0]) for row in found]
-    events = [e for i, r in zip(ids, rows, strict=False) for e in event_rows(i, r[2], r[3])]
+    cur.execute(append_statement(schema), params, prepare=True)
+    events = [e for pos, r in enumerate(rows, 1) for e in event_rows(pos, r[2], r[3])]
     if events:
         event_columns = [list(c) for c in zip(*events, strict=True)]
-        cur.execute(events_statement(schema), event_columns, prepare=True)
-    return ids
+        with cur.connection.cursor() as other:
+            other.execute(_positional_events_statement(schema),
+                          [session_id, len(rows), *event_columns], prepare=True)  # fmt: skip
+    return lambda: [int(row[0]) for row in cur.fetchall()]
 
 
-def _insert_rows(cur: Cursor, schema: sql.Identifier, rows: Sequence[tuple[Any, ...]]) -> list[int]:
-    """Insert message rows (``message_values`` tuples, any sessions) in input order and
-    store their event windows; the new ids, ascending in input order."""
+def _insert_rows(
+    cur: Cursor, schema: sql.Identifier, batches: Sequence[tuple[str, list[tuple[Any, ...]]]]
+) -> None:
+    """Queue the insert of every session's new message rows (``message_values`` tuples)
+    in input order, in one statement, then their event windows by position (see
+    :func:`_positional_events_statement`: each session here is new or locked)."""
+    rows = [r for _, new in batches for r in new]
+    if not rows:
+        return
     columns: list[list[Any]] = [list(c) for c in zip(*rows, strict=True)]
-    found = cur.execute(_rows_statement(schema), columns, prepare=True).fetchall()
-    ids = [int(row[0]) for row in found]
-    if len(ids) != len(rows):
-        raise StoreError(f"{len(rows) - len(ids)} of {len(rows)} messages were not written")
-    events = [e for i, r in zip(ids, rows, strict=True) for e in event_rows(i, r[2], r[3])]
-    if events:
-        cur.execute(events_statement(schema), [list(c) for c in zip(*events, strict=True)],
-                    prepare=True)  # fmt: skip
-    return ids
+    cur.execute(_rows_statement(schema), columns, prepare=True)
+    per_session = []
+    for session_id, new in batches:
+        events = [e for pos, r in enumerate(new, 1) for e in event_rows(pos, r[2], r[3])]
+        if events:
+            columns = [list(c) for c in zip(*events, strict=True)]
+            per_session.append([session_id, len(new), *columns])
+    if per_session:
+        cur.executemany(_positional_events_statement(schema), per_session)
 
 
 def _rows_statement(schema: sql.Identifier) -> sql.Composed:
@@ -369,10 +395,9 @@ def _rows_statement(schema: sql.Identifier) -> sql.Composed:
     names = ", ".join(name for name, _ in _COLUMNS)
     arrays = ", ".join(f"%s::{kind}[]" for _, kind in (("session_id", "text"), *_COLUMNS))
     return sql.SQL(
-        f"WITH m AS (INSERT INTO {{s}}.messages (session_id, {names})"
+        f"INSERT INTO {{s}}.messages (session_id, {names})"
         f" SELECT session_id, {names} FROM unnest({arrays}) WITH ORDINALITY"
-        f" AS r(session_id, {names}, ord) ORDER BY r.ord RETURNING id)"
-        " SELECT id FROM m ORDER BY id"
+        f" AS r(session_id, {names}, ord) ORDER BY r.ord"
     ).format(s=schema)
 
 
@@ -408,7 +433,9 @@ def sync_entries(
     whole batch back. Sync transactions on one schema take a transaction advisory lock
     (appends do not), and the stored sessions they grow are locked ``FOR UPDATE``, so two
     processes re-running one import never append the same messages twice. Messages of
-    every session go in one array ``INSERT`` (ids ascend in input order).
+    every session go in one array ``INSERT`` (ids ascend in input order). In pipeline
+    mode (the store's) the lock and the read cost one round trip, and the writes and the
+    caller's ``COMMIT`` one more.
     """
     name = schema.as_string(cur)
     cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_SYNC_LOCK, name))
@@ -424,7 +451,7 @@ def sync_entries(
     stored: dict[str, tuple[int, str | None]] = {r[0]: (int(r[1]), r[2]) for r in found}
     created: list[list[Any]] = []
     grown: list[list[Any]] = []
-    rows: list[tuple[Any, ...]] = []
+    rows: list[tuple[str, list[tuple[Any, ...]]]] = []
     unchanged = appended = 0
     for record, messages in entries:
         have = stored[record.id][0] if record.id in stored else None
@@ -441,15 +468,15 @@ def sync_entries(
             fields = [values[_SESSION_NAMES.index(k)] for k in _FIELDS]
             grown.append([*fields, len(new), newest, record.id])
             appended += len(new)
-        rows.extend(new)
+        rows.append((record.id, new))
     insert, update = _sync_statements(schema)
     if created:
         cur.executemany(insert, created)
     if grown:
         cur.executemany(update, grown)
-    if rows:
-        _insert_rows(cur, schema, rows)
-    return SyncReport(len(created), len(grown), unchanged, len(rows) - appended, appended)
+    _insert_rows(cur, schema, rows)
+    written = sum(len(new) for _, new in rows)
+    return SyncReport(len(created), len(grown), unchanged, written - appended, appended)
 
 
 def _created_row(

@@ -170,6 +170,16 @@ class PostgresSessionStore(SessionStore):
 
     def _run(self, fn: Callable[[Cursor], T], *, what: str = "write") -> T:
         """Run ``fn`` in one transaction, retrying deadlocks and dropped connections."""
+        return self._attempts(lambda conn: _in_transaction(conn, fn), what)
+
+    def _run_pipelined(self, fn: Callable[[Cursor], Callable[[], T]]) -> T:
+        """Like :meth:`_run` in pipeline mode: ``fn`` queues its statements and returns
+        a function reading their results, called after the commit, so ``BEGIN``, the
+        statements and ``COMMIT`` cost one round trip."""
+        return self._attempts(lambda conn: _pipelined(conn, fn), "write")
+
+    def _attempts(self, call: Callable[[psycopg.Connection[Any]], T], what: str) -> T:
+        """``call`` on a pooled connection; retries and error mapping of :meth:`_run`."""
         if self._closed:
             raise StoreError(
                 f"session database unavailable: the PostgreSQL store {self.schema!r} is closed"
@@ -177,8 +187,7 @@ class PostgresSessionStore(SessionStore):
         for attempt in range(_TRIES):
             try:
                 with self._pool.connection() as conn:
-                    with conn.transaction(), conn.cursor() as cur:
-                        result = fn(cur)
+                    result = call(conn)
                     self._used[conn] = time.monotonic()
                     return result
             except (*_RETRYABLE, psycopg.OperationalError) as exc:
@@ -226,29 +235,36 @@ class PostgresSessionStore(SessionStore):
 
     # ------------------------------------------------------------------ sessions
     def _insert_session(self, draft: SessionRecord) -> SessionRecord:
+        columns = SESSION_COLUMNS.replace("s.", "")
+        insert = self._q(
+            f"INSERT INTO {{s}}.sessions ({columns}) VALUES"
+            f" ({', '.join(['%s'] * len(columns.split(', ')))})"
+            f" ON CONFLICT (id) DO NOTHING RETURNING {columns}"
+        )
+
+        def inserted(row: Sequence[Any] | None) -> SessionRecord:
+            if row is None:
+                raise StoreError(f"session {draft.id!r} already exists")
+            return session_from_row(row)
+
         def do(cur: Cursor) -> SessionRecord:
             values = session_values(draft)
-            if draft.parent_session_id:
-                row = cur.execute(
-                    self._q("SELECT user_id FROM {s}.sessions WHERE id = %s"),
-                    (draft.parent_session_id,),
-                ).fetchone()
-                if row is None:
-                    raise SessionNotFound(f"unknown parent session {draft.parent_session_id!r}")
-                values[2] = values[2] or row[0]
-            inserted = cur.execute(
-                self._q(
-                    f"INSERT INTO {{s}}.sessions ({SESSION_COLUMNS.replace('s.', '')})"
-                    f" VALUES ({', '.join(['%s'] * len(values))}) ON CONFLICT (id) DO NOTHING"
-                    f" RETURNING {SESSION_COLUMNS.replace('s.', '')}"
-                ),
-                values,
+            row = cur.execute(
+                self._q("SELECT user_id FROM {s}.sessions WHERE id = %s"),
+                (draft.parent_session_id,),
             ).fetchone()
-            if inserted is None:
-                raise StoreError(f"session {draft.id!r} already exists")
-            return session_from_row(inserted)
+            if row is None:
+                raise SessionNotFound(f"unknown parent session {draft.parent_session_id!r}")
+            values[2] = values[2] or row[0]
+            return inserted(cur.execute(insert, values).fetchone())
 
-        return self._run(do)
+        def queue(cur: Cursor) -> Callable[[], SessionRecord]:
+            cur.execute(insert, session_values(draft))
+            return lambda: inserted(cur.fetchone())
+
+        if draft.parent_session_id:
+            return self._run(do)
+        return self._run_pipelined(queue)  # BEGIN, INSERT, COMMIT: one round trip
 
     def _update_session(self, session_id: str, values: Mapping[str, Any]) -> SessionRecord:
         assignments = sql.SQL(", ").join(
@@ -308,19 +324,21 @@ class PostgresSessionStore(SessionStore):
 
     # ------------------------------------------------------------------ messages
     def _append(self, session_id: str, items: list[MessageInput], now: float) -> list[int]:
-        def do(cur: Cursor) -> list[int]:
-            ids = append_batch(cur, self._s, session_id, items, now)
-            if not ids:
-                raise SessionNotFound(f"unknown session {session_id!r}")
-            return ids
-
-        return self._run(do)
+        ids = self._run_pipelined(lambda c: append_batch(c, self._s, session_id, items, now))
+        if not ids:
+            raise SessionNotFound(f"unknown session {session_id!r}")
+        return ids
 
     def _sync(
         self, entries: list[tuple[SessionRecord, list[MessageInput]]], now: float
     ) -> SyncReport:
         """The whole batch in one transaction (all or nothing, see ``bulk.sync_entries``)."""
-        return self._run(lambda c: sync_entries(c, self._s, entries, now, self._user))
+
+        def queue(cur: Cursor) -> Callable[[], SyncReport]:
+            report = sync_entries(cur, self._s, entries, now, self._user)
+            return lambda: report
+
+        return self._run_pipelined(queue)
 
     def get_messages(
         self, session_id: str, *, limit: int | None = None, offset: int = 0
@@ -537,6 +555,18 @@ class PostgresSessionStore(SessionStore):
                 (key, value),
             )
         )
+
+
+def _in_transaction(conn: psycopg.Connection[Any], fn: Callable[[Cursor], T]) -> T:
+    with conn.transaction(), conn.cursor() as cur:
+        return fn(cur)
+
+
+def _pipelined(conn: psycopg.Connection[Any], fn: Callable[[Cursor], Callable[[], T]]) -> T:
+    with conn.cursor() as cur:
+        with conn.pipeline(), conn.transaction():
+            finish = fn(cur)
+        return finish()
 
 
 def _column_value(key: str, value: Any) -> Any:
