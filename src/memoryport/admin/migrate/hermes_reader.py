@@ -1,11 +1,15 @@
 """The reading side of the Hermes session import: batches of plain session and message
 fields from a Hermes ``state.db`` (:func:`plain_batches`), read inline or in a separate
-process that stays one batch ahead of the writer (:func:`read_in_process`).
+Python process that stays one batch ahead of the writer (:func:`read_in_process`: a plain
+``python -c`` child, so it never re-runs the caller's main module the way
+``multiprocessing`` would).
 
-Why a process: reading and converting a row costs about a third of writing it, all of it
-Python holding the interpreter lock, and the writer releases and retakes that lock for
-every row it inserts. A reader thread therefore mostly delays the writer; a reader
-process runs on the other core and hands over each batch as one pickled message.
+Why a process: reading and converting a row, and deriving what the store computes from it
+(JSON text, the CJK flag, the event windows of its words: ``rows.derive``), cost about as
+much as writing it, all of it Python holding the interpreter lock, and the writer
+releases and retakes that lock for every row it inserts. A reader thread therefore mostly
+delays the writer; a reader process runs on the other core and hands over each batch as
+one pickled message of ``PreparedMessage`` fields.
 
 Batches hold whole sessions; a session longer than a batch comes in slices of at most a
 batch (:func:`plain_batches`), each with the same record (the session's totals are read
@@ -14,26 +18,31 @@ first) and the count of messages before it, so memory holds one slice of it at a
 
 from __future__ import annotations
 
-import multiprocessing
+import os
 import pickle
 import signal
+import subprocess
+import sys
 from collections.abc import Generator, Iterator
+from contextlib import suppress
 from dataclasses import fields
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from memoryport.admin.migrate.hermes_db import HermesDB, MessageFields, session_record
 from memoryport.errors import StoreError
 from memoryport.storage.sessions.records import SessionRecord
+from memoryport.storage.sessions.rows import derive
 
-__all__ = ["PlainEntry", "Todo", "plain_batches", "read_in_process"]
+__all__ = ["PlainEntry", "Todo", "plain_batches", "read_in_process", "reader_main"]
 
 Todo = tuple[str, "str | None", int, int]
 """A session to read: id, checked parent, messages already stored, messages in Hermes."""
 PlainEntry = tuple[dict[str, Any], list[MessageFields], int]
 """One batch entry: the ``SessionRecord`` fields, message fields, and how many of the
-session's messages come before them (0, or the start of a slice of a long session)."""
+session's messages come before them (0, or the start of a slice of a long session). The
+reader process adds to each message's fields what the store derives from them
+(``rows.derive``): ``PreparedMessage(*fields)``."""
 _RECORD_FIELDS = frozenset(f.name for f in fields(SessionRecord))
 
 
@@ -92,55 +101,64 @@ def plain_batches(
         yield batch
 
 
-def _send(out: Connection, kind: str, value: object) -> None:
-    out.send_bytes(pickle.dumps((kind, value), protocol=pickle.HIGHEST_PROTOCOL))
-
-
-def _reader_main(path: str, todo: list[Todo], size: int, out: Connection) -> None:
-    """The reader process: send each batch, then ``end`` (or ``error``)."""
+def reader_main() -> None:
+    """The reader process (started by :func:`read_in_process`): reads
+    ``(path, todo, size)`` pickled on stdin, writes each batch pickled on stdout, then
+    ``end`` (or ``error`` with the exception)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the importer decides when to stop
+    out = sys.stdout.buffer
+    path, todo, size = pickle.load(sys.stdin.buffer)
     try:
         with HermesDB(Path(path)) as db:
             for batch in plain_batches(db, todo, size):
-                _send(out, "batch", batch)
-        _send(out, "end", None)
-    except OSError:  # the importer closed its end (stopped or failed): nothing to say
-        pass
-    except BaseException as exc:  # handed to the importer, raised there
-        try:
-            pickle.loads(pickle.dumps(exc))
-        except Exception:
-            exc = StoreError(f"reading the Hermes database failed: {type(exc).__name__}: {exc}")
-        try:
-            _send(out, "error", exc)
-        except OSError:
-            pass
-    finally:
-        out.close()
+                derived = [(record, [(*m, derive(m[1], m[6], m[3], m[7])) for m in messages],
+                            before) for record, messages, before in batch]  # fmt: skip
+                pickle.dump(("batch", derived), out, protocol=pickle.HIGHEST_PROTOCOL)
+                out.flush()
+        pickle.dump(("end", None), out)
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            return  # the importer stopped reading (finished early, failed or was killed)
+        _report(out, exc)
+    except BaseException as exc:
+        _report(out, exc)
+    out.flush()
+
+
+def _report(out: IO[bytes], exc: BaseException) -> None:
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        exc = StoreError(f"reading the Hermes database failed: {type(exc).__name__}: {exc}")
+    with suppress(OSError):
+        pickle.dump(("error", exc), out)
 
 
 def read_in_process(
     path: Path, todo: list[Todo], size: int
 ) -> Generator[list[PlainEntry], None, None]:
-    """:func:`plain_batches` read by a separate process, one batch ahead (the pipe holds
-    one). An error in the reader is raised here; closing the iterator early (or an error
-    in the consumer) stops the reader before this returns."""
-    context = multiprocessing.get_context("spawn")
-    receive, send = context.Pipe(duplex=False)
-    reader = context.Process(target=_reader_main, args=(str(path), todo, size, send),
-                             name="hermes-reader", daemon=True)  # fmt: skip
-    reader.start()
-    send.close()
+    """:func:`plain_batches` read by a separate Python process, one batch ahead (the pipe
+    holds about one). An error in the reader is raised here; closing the iterator early
+    (or an error in the consumer) stops the reader before this returns."""
+    root = str(Path(__file__).resolve().parents[3])  # where this memoryport is imported from
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [root, *filter(None, [os.environ.get("PYTHONPATH")])])}  # fmt: skip
+    reader = subprocess.Popen(
+        [sys.executable, "-c", f"from {__name__} import reader_main; reader_main()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    assert reader.stdin is not None and reader.stdout is not None
     finished = False
     try:
+        with reader.stdin:
+            pickle.dump((str(path), todo, size), reader.stdin)
         while True:
             try:
-                kind, value = pickle.loads(receive.recv_bytes())
+                kind, value = pickle.load(reader.stdout)
             except EOFError:
-                reader.join(timeout=5)
                 raise StoreError(
                     f"the Hermes reader process ended unexpectedly (exit code "
-                    f"{reader.exitcode}); what was committed before stays: run the import "
+                    f"{reader.wait()}); what was committed before stays: run the import "
                     "again to finish it"
                 ) from None
             if kind == "end":
@@ -151,7 +169,8 @@ def read_in_process(
                 raise value
             yield value
     finally:
-        receive.close()
+        reader.stdout.close()
         if not finished:  # stopped early: the reader only reads, so stop it now
-            reader.terminate()
-        reader.join()
+            reader.kill()
+        reader.wait()
+

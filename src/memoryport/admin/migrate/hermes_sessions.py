@@ -32,6 +32,7 @@ from memoryport.admin.migrate.hermes_reader import (
 from memoryport.admin.sessions import Progress, SessionStore
 from memoryport.errors import SessionNotFound
 from memoryport.storage.sessions.records import MessageInput, SessionRecord, SyncReport
+from memoryport.storage.sessions.rows import PreparedMessage
 
 __all__ = ["BATCH_MESSAGES", "INLINE_MESSAGES", "import_sessions"]
 
@@ -58,7 +59,7 @@ def _entries(batch: list[PlainEntry]) -> list[Entry]:
     """Sync entries: each slice of a long session after stand-ins for those before it."""
     out = []
     for record, messages, before in batch:
-        items = [MessageInput(*m) for m in messages]
+        items: list[MessageInput] = [PreparedMessage(*m) for m in messages]
         out.append((SessionRecord(**record), [_STAND_IN] * before + items if before else items))
     return out
 

@@ -5,7 +5,9 @@
   (:func:`message_from_row`, :func:`session_from_row`, :func:`hit_from_row`,
   :func:`message_values`, :func:`session_values`);
 * the scope filters (:func:`scope_where`), rendered with each backend's operators;
-* window shaping (:func:`shape_window`).
+* window shaping (:func:`shape_window`);
+* messages with what a store derives from them computed ahead (:class:`PreparedMessage`,
+  :func:`derive`, in any thread or process), which a bulk write takes as they are.
 
 A backend keeps only its SQL and its text encoding (:data:`TextCodec`).
 """
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from memoryport.storage.sessions.query import has_cjk
 from memoryport.storage.sessions.records import (
     MessageInput,
     MessageRecord,
@@ -24,13 +28,17 @@ from memoryport.storage.sessions.records import (
     SearchScope,
     SessionRecord,
 )
+from memoryport.storage.sessions.temporal import event_rows
 
 __all__ = [
     "HIT_COLUMNS",
     "MESSAGE_COLUMNS",
     "MESSAGE_INSERT_COLUMNS",
     "SESSION_COLUMNS",
+    "Derived",
+    "PreparedMessage",
     "TextCodec",
+    "derive",
     "dump_json",
     "hit_from_row",
     "message_from_row",
@@ -77,6 +85,31 @@ def dump_json(value: Any) -> str | None:
     if value in (None, {}, []):
         return None
     return _encode(value)
+
+
+Derived = tuple["str | None", "str | None", int, tuple[tuple[float, float, str, str], ...]]
+"""What a store derives from a message to write it: its tool calls and its metadata as JSON
+text (:func:`dump_json`), its CJK flag (1/0) and the event windows its words resolve to
+against its timestamp (start, end, precision, words each; ``temporal.event_rows``)."""
+
+
+@dataclass(frozen=True)
+class PreparedMessage(MessageInput):
+    """A ``MessageInput`` carrying its :data:`Derived`, computed ahead by :func:`derive` (in
+    a reader thread or process), so the SQLite bulk write
+    (``sync_sessions``) spends none of its transaction on it; any other store reads it as
+    the plain message it is. ``derived`` must be ``derive`` of the same fields (None: not
+    computed, the store derives it)."""
+
+    derived: Derived | None = field(default=None, compare=False, repr=False)
+
+
+def derive(
+    content: str, timestamp: float, tool_calls: list[Any] | None, metadata: dict[str, Any]
+) -> Derived:
+    """:data:`Derived` of a message with these fields (its timestamp given)."""
+    events = tuple((e[1], e[2], e[3], e[4]) for e in event_rows(0, content, timestamp))
+    return dump_json(tool_calls), dump_json(metadata), 1 if has_cjk(content) else 0, events
 
 
 def message_from_row(row: Sequence[Any], decode: TextCodec = _same) -> MessageRecord:

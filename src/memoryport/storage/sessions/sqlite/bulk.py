@@ -36,6 +36,7 @@ from memoryport.storage.sessions.rows import (
     MESSAGE_COLUMNS,
     MESSAGE_INSERT_COLUMNS,
     SESSION_COLUMNS,
+    PreparedMessage,
     message_from_row,
     message_values,
     session_from_row,
@@ -339,13 +340,28 @@ def _json(value: Any) -> str | None:
     return _encode(value) if value else None
 
 
-def _message_rows(sid: str, items: Sequence[MessageInput], now: float) -> list[tuple[Any, ...]]:
-    return [
-        (sid, m.role, m.content, now if m.timestamp is None else m.timestamp,
-         m.tool_name, _json(m.tool_calls), m.tool_call_id, m.reasoning, _json(m.metadata),
-         1 if has_cjk(m.content) else 0)
-        for m in items
-    ]  # fmt: skip
+Events = tuple[tuple[float, float, str, str], ...] | None
+"""A message's event windows when computed ahead (``Derived``), else None."""
+
+
+def _message_rows(
+    sid: str, items: Sequence[MessageInput], now: float, rows: list[tuple[Any, ...]],
+    events: list[Events],
+) -> None:  # fmt: skip
+    """Append the insert rows of ``items`` to ``rows`` and their events (when computed
+    ahead: a ``PreparedMessage``) to ``events``."""
+    for m in items:
+        derived = m.derived if type(m) is PreparedMessage else None
+        if derived is None:
+            rows.append((sid, m.role, m.content, now if m.timestamp is None else m.timestamp,
+                         m.tool_name, _json(m.tool_calls), m.tool_call_id, m.reasoning,
+                         _json(m.metadata), 1 if has_cjk(m.content) else 0))  # fmt: skip
+            events.append(None)
+        else:
+            calls, metadata, cjk, found = derived
+            rows.append((sid, m.role, m.content, m.timestamp, m.tool_name, calls,
+                         m.tool_call_id, m.reasoning, metadata, cjk))  # fmt: skip
+            events.append(found)
 
 
 def _session_row(record: SessionRecord, user: str | None, count: int, newest: float) -> list[Any]:
@@ -379,37 +395,42 @@ def sync_entries(
     created: list[list[Any]] = []
     grown: list[tuple[Any, ...]] = []
     rows: list[tuple[Any, ...]] = []
+    found: list[Events] = []
     unchanged = appended = 0
     for record, messages in entries:
         have = stored.get(record.id)
         if have is not None and have >= len(messages):
             unchanged += 1
             continue
-        new = _message_rows(record.id, messages[have or 0 :], now)
-        newest = max((r[3] for r in new), default=0.0)
+        first = len(rows)
+        _message_rows(record.id, messages[have or 0 :], now, rows, found)
+        count = len(rows) - first
+        newest = max((rows[i][3] for i in range(first, len(rows))), default=0.0)
         if have is None:
             parent = record.parent_session_id
             if parent and parent not in stored:
                 raise SessionNotFound(f"unknown parent session {parent!r} of {record.id!r}")
-            created.append(_session_row(record, user_of(record.user_id), len(new), newest))
+            created.append(_session_row(record, user_of(record.user_id), count, newest))
             stored[record.id] = len(messages)
         else:
             fields = [_json(record.metadata) if k == "metadata" else getattr(record, k)
                       for k in _FIELDS]  # fmt: skip
-            grown.append((*fields, len(new), newest, record.id))
-            appended += len(new)
-        rows.extend(new)
+            grown.append((*fields, count, newest, record.id))
+            appended += count
     if created:
         conn.executemany(_INSERT_SESSION, created)
     if grown:
         conn.executemany(_UPDATE_SESSION, grown)
-    _insert_messages(conn, rows)
+    _insert_messages(conn, rows, found)
     return SyncReport(len(created), len(grown), unchanged, len(rows) - appended, appended)
 
 
-def _insert_messages(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Insert ``rows``, index them and write their event rows (ids are contiguous: the
-    writer holds the lock and ``AUTOINCREMENT`` hands out the next ones)."""
+def _insert_messages(
+    conn: sqlite3.Connection, rows: list[tuple[Any, ...]], found: list[Events]
+) -> None:
+    """Insert ``rows``, index them and write their event rows (``found``, or resolved
+    here; ids are contiguous: the writer holds the lock and ``AUTOINCREMENT`` hands out
+    the next ones)."""
     if not rows:
         return
     first = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
@@ -418,8 +439,10 @@ def _insert_messages(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> N
     ids = range(start, start + len(rows))
     index_messages(conn, ids, cjk=any(r[-1] for r in rows))
     events: list[EventRow] = []
-    for message_id, row in zip(ids, rows, strict=True):
-        if row[2]:
+    for message_id, row, ahead in zip(ids, rows, found, strict=True):
+        if ahead is not None:
+            events.extend((message_id, *e) for e in ahead)
+        elif row[2]:
             events.extend(event_rows(message_id, row[2], row[3]))
     if events:
         conn.executemany(_INSERT_EVENT, events)
