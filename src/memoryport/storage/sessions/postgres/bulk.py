@@ -292,7 +292,8 @@ def index_problems(cur: Cursor, schema: sql.Identifier) -> tuple[list[str], int]
 #
 # ``COPY`` cannot return the generated ids, which callers need; array parameters give the
 # same single round trip with a fixed statement text, which psycopg prepares once per
-# connection (``prepare=True``), so the server plans it once.
+# connection (``prepare=True``), so the server plans it once. The arrays travel in binary
+# (``%b``): no quoting to write in Python nor to parse on the server.
 
 _COLUMNS = (
     ("role", "text"),
@@ -310,7 +311,7 @@ _COLUMNS = (
 def append_statement(schema: sql.Identifier) -> sql.Composed:
     """The one-statement append for ``schema`` (parameters: see :func:`append_batch`)."""
     names = ", ".join(name for name, _ in _COLUMNS)
-    arrays = ", ".join(f"%s::{kind}[]" for _, kind in _COLUMNS)
+    arrays = ", ".join(f"%b::{kind}[]" for _, kind in _COLUMNS)
     picked = ", ".join(f"r.{name}" for name, _ in _COLUMNS)
     return sql.SQL(
         "WITH s AS (UPDATE {s}.sessions SET message_count = message_count + %s,"
@@ -340,7 +341,7 @@ def _positional_events_statement(schema: sql.Identifier) -> sql.Composed:
         " SELECT m.id, e.start_at, e.end_at, e.precision, e.words"
         " FROM (SELECT id, row_number() OVER (ORDER BY id) AS pos FROM"
         " (SELECT id FROM {s}.messages WHERE session_id = %s ORDER BY id DESC LIMIT %s) l) m"
-        " JOIN unnest(%s::int8[], %s::float8[], %s::float8[], %s::text[], %s::text[])"
+        " JOIN unnest(%b::int8[], %b::float8[], %b::float8[], %b::text[], %b::text[])"
         " AS e(pos, start_at, end_at, precision, words) USING (pos)"
     ).format(s=schema)
 
@@ -393,7 +394,7 @@ def _insert_rows(
 def _rows_statement(schema: sql.Identifier) -> sql.Composed:
     """``INSERT`` of message rows given as column arrays (``session_id`` first)."""
     names = ", ".join(name for name, _ in _COLUMNS)
-    arrays = ", ".join(f"%s::{kind}[]" for _, kind in (("session_id", "text"), *_COLUMNS))
+    arrays = ", ".join(f"%b::{kind}[]" for _, kind in (("session_id", "text"), *_COLUMNS))
     return sql.SQL(
         f"INSERT INTO {{s}}.messages (session_id, {names})"
         f" SELECT session_id, {names} FROM unnest({arrays}) WITH ORDINALITY"
