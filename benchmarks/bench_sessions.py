@@ -9,9 +9,13 @@ started for the run (``tests/pgserver.py``) with durability back on (``fsync``,
 ``synchronous_commit``, ``full_page_writes``: the defaults a real server has). Each size
 gets its own schema; ``--reuse`` keeps it (named ``bench_<n>``) like the SQLite files.
 
-``--pg-leakproof`` marks the operators the searches filter with ``LEAKPROOF`` on the
-server the run starts, which row-level security needs before it lets an index serve them
-(see ``_bench_pg.py``). A table of discover p95 per backend and size ends the output.
+The stores run as an application role the schemas' owner grants them to
+(``grant_app_role``; ``--pg-app-role NAME`` on a ``--dsn`` server, ``memoryport_app`` on
+a started one): the policies bind it, and its word searches read the ``message_search``
+view with the owner's rights, so the indexes serve them. ``--pg-leakproof`` marks the
+search operators ``LEAKPROOF`` on the server the run starts instead, the other way to let
+an index serve them under the policies (see ``_bench_pg.py``). A table of discover p95
+per backend and size ends the output.
 
 Ingest is measured three ways on the same corpus: one ``append_message`` per message
 (the first 20k), batched (per session ``create_session`` then one ``append_messages`` of
