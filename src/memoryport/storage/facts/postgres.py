@@ -24,6 +24,7 @@ from psycopg import sql
 
 from memoryport.errors import StoreError
 from memoryport.storage.facts import postgres_schema, postgres_sql, write
+from memoryport.storage.facts.connection import Connection
 from memoryport.storage.facts.records import Fact, FactInput
 from memoryport.storage.facts.store import FactStore
 from memoryport.storage.facts.triples import Triple
@@ -98,7 +99,7 @@ class PostgresFactStore(FactStore):
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self) -> Iterator[Connection]:
         """One write transaction, after the user's write lock (writers of one user queue,
         as SQLite's ``BEGIN IMMEDIATE`` makes them); the facts it changed are indexed
         before it commits."""
@@ -108,20 +109,20 @@ class PostgresFactStore(FactStore):
                 with self._pg.transaction():
                     with self._pg.cursor() as cur:
                         lock_user(cur, FACTS_LOCK, self.user_id)
-                    yield self._shared.as_sqlite()
+                    yield self._shared
                     postgres_sql.index_dirty(self._shared)
             except psycopg.Error as exc:
                 raise StoreError(f"fact store write failed on {self.path}: {exc}") from exc
 
-    def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _read(self, fn: Callable[[Connection], T]) -> T:
         with self._lock:
             self._check_open()
             try:
-                return fn(self._shared.as_sqlite())
+                return fn(self._shared)
             except (sqlite3.Error, psycopg.Error) as exc:
                 raise StoreError(f"fact store read failed: {exc}") from exc
 
-    def _add_one(self, conn: sqlite3.Connection, item: FactInput, triple: Triple | None
+    def _add_one(self, conn: Connection, item: FactInput, triple: Triple | None
                  ) -> tuple[Fact, str, list[int]]:
         """One fact of :meth:`add_many` (the SQLite store's steps; the near-duplicate
         check over PostgreSQL's postings)."""
@@ -142,14 +143,14 @@ class PostgresFactStore(FactStore):
     # ------------------------------------------------------------------ reads
     def find_live(self, content: str) -> Fact | None:
         """The live fact whose normalised content equals ``content``, or None."""
-        def run(conn: sqlite3.Connection) -> Fact | None:
+        def run(conn: Connection) -> Fact | None:
             return postgres_sql.find_duplicate(self._shared, content, None, "user") if (
                 content.strip()) else None
         with self._lock:
             self._check_open()
             try:
                 with self._pg.transaction():
-                    return run(self._shared.as_sqlite())
+                    return run(self._shared)
             except (sqlite3.Error, psycopg.Error) as exc:
                 raise StoreError(f"fact store read failed: {exc}") from exc
 

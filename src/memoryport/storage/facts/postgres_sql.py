@@ -18,16 +18,16 @@ changed facts, :func:`search` and :func:`find_duplicate` are the FTS5 queries of
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from memoryport.storage.facts import read, write
 from memoryport.storage.facts.records import FACT_COLUMNS, Fact, fact_from_row
-from memoryport.storage.facts.text import _VARIANTS, content_hash, fts_query, jaccard, tokens
+from memoryport.storage.facts.text import content_hash, fts_query, jaccard, tokens, variants
 from memoryport.storage.facts.triples import Triple
 from memoryport.storage.timeexpr import has_time_words, resolve
 from memoryport.storage.turns.postgres_terms import bm25_sql, phrase_terms, terms
@@ -94,14 +94,15 @@ def _as_sqlite_error(exc: psycopg.Error) -> sqlite3.Error:
 
 
 class PgConnection:
-    """The shared queries' connection, on one PostgreSQL connection (see the module)."""
+    """The shared queries' connection, on one PostgreSQL connection (see the module): a
+    :class:`~memoryport.storage.facts.connection.Connection`."""
 
     def __init__(self, conn: psycopg.Connection[Any], user_id: str, schema: str) -> None:
         self.conn = conn
         self.user_id = user_id
         self.schema = sql.Identifier(schema)
 
-    def execute(self, statement: str, params: Sequence[Any] = ()) -> PgResult:
+    def execute(self, statement: str, params: Sequence[Any] = (), /) -> PgResult:
         """Run one statement of the shared queries."""
         text, returning = to_pg(statement)
         cur = self.conn.cursor()
@@ -111,7 +112,7 @@ class PgConnection:
             raise _as_sqlite_error(exc) from exc
         return PgResult(cur, returning)
 
-    def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+    def executemany(self, statement: str, rows: Iterable[Sequence[Any]], /) -> None:
         """Run one statement for each parameter row."""
         rows = list(rows)
         if not rows:
@@ -122,11 +123,6 @@ class PgConnection:
                 cur.executemany(text.encode(), [list(r) for r in rows])
         except psycopg.Error as exc:
             raise _as_sqlite_error(exc) from exc
-
-    def as_sqlite(self) -> sqlite3.Connection:
-        """This connection where the shared queries expect SQLite's (they use only the
-        methods above)."""
-        return cast(sqlite3.Connection, self)
 
 
 # ---------------------------------------------------------------------------- postings
@@ -235,7 +231,7 @@ def _first_round(pg: PgConnection, query: str, match: str, scope: tuple[str, lis
     timed = has_time_words(query)
     with pg.conn.pipeline():
         when = pg.conn.cursor().execute(
-            f"SELECT max({read._WHEN}) FROM facts f WHERE f.user_id = %s".encode(),
+            f"SELECT max({read.WHEN}) FROM facts f WHERE f.user_id = %s".encode(),
             (pg.user_id,)) if timed else None
         ranked = pg.conn.cursor().execute(*_ranked_query(
             pg, words, _where(scope[0], len(scope[1])), scope[1], limit)) if words else None
@@ -258,20 +254,19 @@ def search(pg: PgConnection, query: str, *, limit: int, min_trust: float,
     """``read.search`` on PostgreSQL: the same candidates, blend and order (BM25 from the
     postings, normalised by the best, as FTS5's is there). The first reads share one
     round trip (:func:`_first_round`) and the ranked facts come with their entities."""
-    conn = pg.as_sqlite()
     match = fts_query(query)
-    scope = read._believed(pg.user_id, min_trust, as_of)
+    scope = read.believed(pg.user_id, min_trust, as_of)
     windows, ranked, boosted = _first_round(pg, query, match, scope, max(limit * 4, 20))
     if not match and not windows:
         return []
     best = max((score for _, score, _ in ranked), default=1.0) or 1.0
     lexical = {fact.id: score / best for fact, score, _ in ranked}
     candidates = [fact for fact, _, _ in ranked]
-    candidates += read._entity_candidates(conn, boosted - set(lexical), scope,
+    candidates += read.entity_candidates(pg, boosted - set(lexical), scope,
                                           max(limit * 2, 10))
     if windows:
         seen = {f.id for f in candidates}
-        candidates += [f for f in read._window_candidates(conn, windows, scope,
+        candidates += [f for f in read.window_candidates(pg, windows, scope,
                                                           max(limit * 2, 10))
                        if f.id not in seen]
     wanted = set(tokens(query))
@@ -280,12 +275,12 @@ def search(pg: PgConnection, query: str, *, limit: int, min_trust: float,
         relevance = 0.6 * lexical.get(fact.id, 0.0)
         relevance += 0.25 * jaccard(wanted, set(tokens(fact.content)))
         relevance += 0.15 if fact.id in boosted else 0.0
-        relevance += 0.15 if windows and read._in_windows(fact, windows) else 0.0
+        relevance += 0.15 if windows and read.in_windows(fact, windows) else 0.0
         scored.append(replace(fact, score=relevance * fact.trust_score))
     scored.sort(key=lambda f: (-f.score, -f.recorded_at))
     top = scored[:limit]
     named = {f.id for f in top if f.id in lexical}
-    filled = iter(read.with_entities(conn, [f for f in top if f.id not in named]))
+    filled = iter(read.with_entities(pg, [f for f in top if f.id not in named]))
     return [f if f.id in named else next(filled) for f in top]
 
 
@@ -293,11 +288,10 @@ def find_duplicate(pg: PgConnection, content: str, triple: Triple | None, speake
                    ) -> Fact | None:
     """``write.find_duplicate`` on PostgreSQL (the facts of this transaction indexed
     first, so a batch sees its own earlier facts as SQLite's FTS5 does)."""
-    conn = pg.as_sqlite()
     user_id = pg.user_id
     if triple is not None:
-        return write.find_duplicate(conn, user_id, content, triple, speaker)
-    row = conn.execute(
+        return write.find_duplicate(pg, user_id, content, triple, speaker)
+    row = pg.execute(
         f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND content_hash = ?"
         " AND retired_at IS NULL", (user_id, content_hash(content))).fetchone()
     if row:
@@ -309,7 +303,7 @@ def find_duplicate(pg: PgConnection, content: str, triple: Triple | None, speake
     live = "f.user_id = %(p0)s AND f.retired_at IS NULL AND f.relation = ''"
     if len(mine) <= write.ALL_TERMS_UP_TO:
         # fts_all: every word (or one of its spelling variants) must be there
-        stems = [phrase_terms(" OR ".join(f'"{w}"' for w in _VARIANTS.get(word, (word,))))
+        stems = [phrase_terms(" OR ".join(f'"{w}"' for w in variants(word)))
                  for word in sorted(mine) if len(word) >= 2 or word.isdigit()]
         found = [(f, m) for f, _, m in _ranked(pg, [t for g in stems for t in g], live,
                                                [user_id], None)

@@ -5,11 +5,11 @@ related, reason), contradictions, listings and history. Every query is scoped to
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from memoryport.storage.facts.connection import Connection
 from memoryport.storage.facts.entities import entity_key
 from memoryport.storage.facts.records import (
     FACT_COLUMNS,
@@ -22,8 +22,12 @@ from memoryport.storage.facts.text import fts_query, jaccard, tokens
 from memoryport.storage.timeexpr import has_time_words, resolve
 
 __all__ = [
+    "WHEN",
+    "believed",
     "chain",
     "contradictions",
+    "entity_candidates",
+    "in_windows",
     "list_facts",
     "probe",
     "query_windows",
@@ -31,6 +35,7 @@ __all__ = [
     "related",
     "revisions",
     "search",
+    "window_candidates",
     "with_entities",
 ]
 
@@ -40,7 +45,7 @@ _AS_OF = ("f.user_id = ? AND COALESCE(f.valid_from, f.recorded_at) <= ? AND (f.v
           " OR f.valid_to > ?) AND f.trust_score >= ?")
 
 
-def _believed(user_id: str, min_trust: float, as_of: float | None) -> tuple[str, list[Any]]:
+def believed(user_id: str, min_trust: float, as_of: float | None) -> tuple[str, list[Any]]:
     """The filter of recallable facts: live now, or (``as_of``) true and known then:
     ``valid_from`` (else ``recorded_at``) at or before it and ``valid_to`` (set when a
     fact is superseded or removed) after it."""
@@ -49,7 +54,7 @@ def _believed(user_id: str, min_trust: float, as_of: float | None) -> tuple[str,
     return _AS_OF, [user_id, as_of, as_of, min_trust]
 
 
-def with_entities(conn: sqlite3.Connection, facts: Sequence[Fact]) -> list[Fact]:
+def with_entities(conn: Connection, facts: Sequence[Fact]) -> list[Fact]:
     """``facts`` with their entity names filled in (one query)."""
     if not facts:
         return []
@@ -64,7 +69,7 @@ def with_entities(conn: sqlite3.Connection, facts: Sequence[Fact]) -> list[Fact]
     return [replace(f, entities=tuple(names.get(f.id, ()))) for f in facts]
 
 
-def _entity_boost(conn: sqlite3.Connection, user_id: str, query: str) -> set[int]:
+def _entity_boost(conn: Connection, user_id: str, query: str) -> set[int]:
     """Ids of facts linked to an entity the query names (by key, word-wise)."""
     words = tokens(query, keep_stopwords=True)
     keys = set(words) | {" ".join(words[i:i + 2]) for i in range(len(words) - 1)}
@@ -79,9 +84,10 @@ def _entity_boost(conn: sqlite3.Connection, user_id: str, query: str) -> set[int
     return {row[0] for row in rows}
 
 
-def _entity_candidates(
-    conn: sqlite3.Connection, ids: set[int], scope: tuple[str, list[Any]], limit: int
+def entity_candidates(
+    conn: Connection, ids: set[int], scope: tuple[str, list[Any]], limit: int
 ) -> list[Fact]:
+    """The facts ``ids`` that pass ``scope`` (:func:`believed`), most trusted first."""
     if not ids:
         return []
     marks = ",".join("?" * len(ids))
@@ -93,17 +99,18 @@ def _entity_candidates(
     return [fact_from_row(r) for r in rows]
 
 
-_WHEN = "COALESCE(f.stated_at, f.valid_from, f.recorded_at)"
+WHEN = "COALESCE(f.stated_at, f.valid_from, f.recorded_at)"
+"""When a fact (alias ``f``) was stated, in SQL: its time for the windows a query names."""
 
 
-def query_windows(conn: sqlite3.Connection, user_id: str, query: str
+def query_windows(conn: Connection, user_id: str, query: str
                   ) -> list[tuple[float, float]]:
     """The time windows ``query`` names ("last May", "in 2022", "the week before 16 Nov
     2023"), resolved against the user's latest fact (the store's "now", not the wall
     clock: imported conversations keep their own time)."""
     if not has_time_words(query):
         return []
-    row = conn.execute(f"SELECT max({_WHEN}) FROM facts f WHERE f.user_id = ?",
+    row = conn.execute(f"SELECT max({WHEN}) FROM facts f WHERE f.user_id = ?",
                        (user_id,)).fetchone()
     if not row or row[0] is None:
         return []
@@ -113,7 +120,7 @@ def query_windows(conn: sqlite3.Connection, user_id: str, query: str
         return []
 
 
-def _in_windows(fact: Fact, windows: Sequence[tuple[float, float]]) -> bool:
+def in_windows(fact: Fact, windows: Sequence[tuple[float, float]]) -> bool:
     """True when the fact's event window overlaps one of ``windows`` or it was stated in
     one."""
     said = fact.stated_at or fact.valid_from or fact.recorded_at
@@ -126,15 +133,15 @@ def _in_windows(fact: Fact, windows: Sequence[tuple[float, float]]) -> bool:
     return False
 
 
-def _window_candidates(
-    conn: sqlite3.Connection, windows: Sequence[tuple[float, float]],
+def window_candidates(
+    conn: Connection, windows: Sequence[tuple[float, float]],
     scope: tuple[str, list[Any]], limit: int,
 ) -> list[Fact]:
     """Facts of ``scope`` stated in, or about an event in, one of ``windows``."""
     found: dict[int, Fact] = {}
     for lo, hi in windows:
         rows = conn.execute(
-            f"SELECT {_F} FROM facts f WHERE {scope[0]} AND (({_WHEN} >= ? AND {_WHEN} < ?)"
+            f"SELECT {_F} FROM facts f WHERE {scope[0]} AND (({WHEN} >= ? AND {WHEN} < ?)"
             " OR (f.event_start < ? AND COALESCE(f.event_end, f.event_start) > ?))"
             " ORDER BY f.trust_score DESC, f.recorded_at DESC LIMIT ?",
             (*scope[1], lo, hi, hi, lo, limit),
@@ -144,11 +151,11 @@ def _window_candidates(
 
 
 def search(
-    conn: sqlite3.Connection, user_id: str, query: str, *, limit: int, min_trust: float,
+    conn: Connection, user_id: str, query: str, *, limit: int, min_trust: float,
     as_of: float | None = None,
 ) -> list[Fact]:
     """Live facts matching ``query`` (``as_of``: those believed at that time, see
-    :func:`_believed`): BM25 (normalised, best = 1) blended with word overlap, an entity
+    :func:`believed`): BM25 (normalised, best = 1) blended with word overlap, an entity
     match (facts linked to an entity the query names are candidates even without a shared
     word) and a time match (facts stated in, or about an event in, a window the query
     names — :func:`query_windows`; with no other words the window alone selects),
@@ -157,7 +164,7 @@ def search(
     windows = query_windows(conn, user_id, query)
     if not match and not windows:
         return []
-    scope = _believed(user_id, min_trust, as_of)
+    scope = believed(user_id, min_trust, as_of)
     rows = conn.execute(
         f"SELECT {_F}, bm25(facts_fts) FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid"
         f" WHERE facts_fts MATCH ? AND {scope[0]} ORDER BY bm25(facts_fts) LIMIT ?",
@@ -167,11 +174,11 @@ def search(
     lexical = {row[0]: row[-1] / best for row in rows}
     boosted = _entity_boost(conn, user_id, query)
     candidates = [fact_from_row(row[:-1]) for row in rows]
-    candidates += _entity_candidates(conn, boosted - set(lexical), scope,
+    candidates += entity_candidates(conn, boosted - set(lexical), scope,
                                      max(limit * 2, 10))
     if windows:
         seen = {f.id for f in candidates}
-        candidates += [f for f in _window_candidates(conn, windows, scope, max(limit * 2, 10))
+        candidates += [f for f in window_candidates(conn, windows, scope, max(limit * 2, 10))
                        if f.id not in seen]
     wanted = set(tokens(query))
     scored: list[Fact] = []
@@ -180,13 +187,13 @@ def search(
         relevance += 0.25 * jaccard(wanted, set(tokens(fact.content)))
         relevance += 0.15 if fact.id in boosted else 0.0
         # the same weight as an entity match: a named time is as specific as a named thing
-        relevance += 0.15 if windows and _in_windows(fact, windows) else 0.0
+        relevance += 0.15 if windows and in_windows(fact, windows) else 0.0
         scored.append(replace(fact, score=relevance * fact.trust_score))
     scored.sort(key=lambda f: (-f.score, -f.recorded_at))
     return with_entities(conn, scored[:limit])
 
 
-def _entity_id(conn: sqlite3.Connection, user_id: str, name: str) -> int | None:
+def _entity_id(conn: Connection, user_id: str, name: str) -> int | None:
     row = conn.execute(
         "SELECT id FROM entities WHERE user_id = ? AND key = ?", (user_id, entity_key(name))
     ).fetchone()
@@ -194,7 +201,7 @@ def _entity_id(conn: sqlite3.Connection, user_id: str, name: str) -> int | None:
 
 
 def probe(
-    conn: sqlite3.Connection, user_id: str, entity: str, *, limit: int, min_trust: float
+    conn: Connection, user_id: str, entity: str, *, limit: int, min_trust: float
 ) -> list[Fact]:
     """Live facts about ``entity`` (its subject first, then mentions; by trust, newest)."""
     entity_id = _entity_id(conn, user_id, entity)
@@ -210,7 +217,7 @@ def probe(
 
 
 def related(
-    conn: sqlite3.Connection, user_id: str, entity: str, *, limit: int, min_trust: float
+    conn: Connection, user_id: str, entity: str, *, limit: int, min_trust: float
 ) -> tuple[list[dict[str, Any]], list[Fact]]:
     """Entities that share live facts with ``entity`` (most shared first), and the live
     facts about those entities that do not mention ``entity`` itself (one hop)."""
@@ -241,7 +248,7 @@ def related(
 
 
 def reason(
-    conn: sqlite3.Connection, user_id: str, entities: Sequence[str], *, limit: int,
+    conn: Connection, user_id: str, entities: Sequence[str], *, limit: int,
     min_trust: float,
 ) -> list[tuple[Fact, list[str]]]:
     """Live facts about the given entities, those linking the most of them first; each
@@ -270,7 +277,7 @@ def reason(
 
 
 def contradictions(
-    conn: sqlite3.Connection, user_id: str, *, limit: int, fact_id: int | None = None
+    conn: Connection, user_id: str, *, limit: int, fact_id: int | None = None
 ) -> list[Contradiction]:
     """Superseded facts with the fact that retired each, newest first (``fact_id``:
     only pairs that involve that fact)."""
@@ -294,7 +301,7 @@ def contradictions(
     return pairs
 
 
-def chain(conn: sqlite3.Connection, user_id: str, fact_id: int) -> list[Fact]:
+def chain(conn: Connection, user_id: str, fact_id: int) -> list[Fact]:
     """The supersession chain through ``fact_id``, oldest first: the facts it replaced
     (and those they replaced), itself, and the facts that replaced it ([] if unknown)."""
     def one(sql: str, value: int) -> Fact | None:
@@ -319,7 +326,7 @@ def chain(conn: sqlite3.Connection, user_id: str, fact_id: int) -> list[Fact]:
 
 
 def list_facts(
-    conn: sqlite3.Connection, user_id: str, *, limit: int, offset: int = 0,
+    conn: Connection, user_id: str, *, limit: int, offset: int = 0,
     include_retired: bool = False, category: str = "", min_trust: float | None = None,
 ) -> list[Fact]:
     """Facts newest first: live ones (also those under the trust floor, unless
@@ -339,7 +346,7 @@ def list_facts(
     return with_entities(conn, [fact_from_row(r) for r in rows])
 
 
-def revisions(conn: sqlite3.Connection, user_id: str, fact_id: int) -> list[Revision]:
+def revisions(conn: Connection, user_id: str, fact_id: int) -> list[Revision]:
     """The history of ``fact_id``, oldest first."""
     rows = conn.execute(
         "SELECT id, fact_id, action, actor, at, session_id, tool_call_id, before, after"

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from memoryport.errors import StoreError, ToolArgumentError
 from memoryport.storage.facts import migrations, read, write
+from memoryport.storage.facts.connection import Connection
 from memoryport.storage.facts.records import (
     CATEGORIES,
     Contradiction,
@@ -118,7 +119,7 @@ class FactStore:
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self) -> Iterator[Connection]:
         with self._lock:
             self._check_open()
             try:
@@ -130,7 +131,7 @@ class FactStore:
                     self._conn.execute("ROLLBACK")
                 raise
 
-    def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _read(self, fn: Callable[[Connection], T]) -> T:
         with self._lock:
             self._check_open()
             try:
@@ -142,7 +143,7 @@ class FactStore:
         if getattr(self, "_closed", True):
             raise StoreError("the fact store is closed")
 
-    def _require(self, conn: sqlite3.Connection, fact_id: int) -> Fact:
+    def _require(self, conn: Connection, fact_id: int) -> Fact:
         fact = write.load_fact(conn, self.user_id, fact_id)
         if fact is None:
             raise ToolArgumentError(
@@ -193,7 +194,7 @@ class FactStore:
         return [AddResult(fact, status, retired)
                 for fact, (_, status, retired) in zip(full, done, strict=True)]
 
-    def _add_one(self, conn: sqlite3.Connection, item: FactInput, triple: Triple | None
+    def _add_one(self, conn: Connection, item: FactInput, triple: Triple | None
                  ) -> tuple[Fact, str, list[int]]:
         """One fact of :meth:`add_many`, inside its transaction."""
         same = write.find_duplicate(conn, self.user_id, item.content, triple, item.speaker)
@@ -244,7 +245,7 @@ class FactStore:
         return self._read(lambda c: read.with_entities(c, [after])[0])
 
     def _apply_update(
-        self, conn: sqlite3.Connection, before: Fact, text: str | None,
+        self, conn: Connection, before: Fact, text: str | None,
         category: str | None, tags: str | None, trust_delta: float | None,
     ) -> None:
         now = time.time()
@@ -359,14 +360,14 @@ class FactStore:
     # ------------------------------------------------------------------ reads
     def get(self, fact_id: int) -> Fact | None:
         """The fact (live or retired) with its entities, or None."""
-        def run(conn: sqlite3.Connection) -> Fact | None:
+        def run(conn: Connection) -> Fact | None:
             fact = write.load_fact(conn, self.user_id, fact_id)
             return read.with_entities(conn, [fact])[0] if fact else None
         return self._read(run)
 
     def find_live(self, content: str) -> Fact | None:
         """The live fact whose normalised content equals ``content``, or None."""
-        def run(conn: sqlite3.Connection) -> Fact | None:
+        def run(conn: Connection) -> Fact | None:
             return write.find_duplicate(conn, self.user_id, content, None, "user") if (
                 content.strip()) else None
         return self._read(run)

@@ -19,6 +19,7 @@ __all__ = [
     "jaccard",
     "normalize",
     "tokens",
+    "variants",
 ]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -89,6 +90,12 @@ for _british, _american in _SPELLING.items():
     _VARIANTS[_american] = (*_VARIANTS[_american], _british)
 
 
+def variants(word: str) -> tuple[str, ...]:
+    """``word`` and the spellings it stands for (a folded American spelling: also its
+    British form), as :func:`fts_all` matches them."""
+    return _VARIANTS.get(word, (word,))
+
+
 def fts_all(words: list[str] | set[str]) -> str:
     """An FTS5 MATCH expression requiring every one of ``words`` (tokens as
     :func:`tokens` returns them; a folded spelling also matches its British form)."""
@@ -96,7 +103,7 @@ def fts_all(words: list[str] | set[str]) -> str:
     for word in sorted(words):
         if len(word) < 2 and not word.isdigit():
             continue
-        forms = _VARIANTS.get(word, (word,))
+        forms = variants(word)
         quoted = " OR ".join('"' + w.replace('"', '""') + '"' for w in forms)
         groups.append(f"({quoted})" if len(forms) > 1 else quoted)
     return " AND ".join(groups)

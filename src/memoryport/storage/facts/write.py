@@ -4,10 +4,10 @@ insert a fact with its entities, retire what it contradicts, append revisions.""
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from typing import Any
 
+from memoryport.storage.facts.connection import Connection
 from memoryport.storage.facts.entities import Entity, entity_key, extract_entities
 from memoryport.storage.facts.records import FACT_COLUMNS, Fact, FactInput, fact_from_row
 from memoryport.storage.facts.text import content_hash, fts_all, fts_query, jaccard, tokens
@@ -46,7 +46,7 @@ def snapshot(fact: Fact) -> dict[str, Any]:
     }
 
 
-def load_fact(conn: sqlite3.Connection, user_id: str, fact_id: int) -> Fact | None:
+def load_fact(conn: Connection, user_id: str, fact_id: int) -> Fact | None:
     """The fact ``fact_id`` in ``user_id``'s scope (live or retired), or None."""
     row = conn.execute(
         f"SELECT {FACT_COLUMNS} FROM facts WHERE id = ? AND user_id = ?", (fact_id, user_id)
@@ -55,7 +55,7 @@ def load_fact(conn: sqlite3.Connection, user_id: str, fact_id: int) -> Fact | No
 
 
 def revision(
-    conn: sqlite3.Connection,
+    conn: Connection,
     fact_id: int,
     user_id: str,
     action: str,
@@ -97,7 +97,7 @@ _COLUMNS_F = ", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))
 
 
 def find_duplicate(
-    conn: sqlite3.Connection, user_id: str, content: str, triple: Triple | None, speaker: str
+    conn: Connection, user_id: str, content: str, triple: Triple | None, speaker: str
 ) -> Fact | None:
     """A live fact that says the same: same normalised content, or near-identical words
     (Jaccard >= :data:`NEAR_DUPLICATE`) with the same extracted statement (subject,
@@ -134,7 +134,7 @@ def find_duplicate(
     return None
 
 
-def recorded_in_session(conn: sqlite3.Connection, user_id: str, item: FactInput
+def recorded_in_session(conn: Connection, user_id: str, item: FactInput
                         ) -> Fact | None:
     """The newest fact (live or retired) with ``item``'s normalised content recorded from
     ``item``'s session, or None (None too when the item has no session)."""
@@ -150,7 +150,7 @@ def recorded_in_session(conn: sqlite3.Connection, user_id: str, item: FactInput
 
 
 def insert_fact(
-    conn: sqlite3.Connection, user_id: str, item: FactInput, triple: Triple | None,
+    conn: Connection, user_id: str, item: FactInput, triple: Triple | None,
     trust: float,
 ) -> int:
     """Insert the fact row; return its id."""
@@ -192,7 +192,7 @@ def _entities_for(content: str, triple: Triple | None) -> list[Entity]:
 
 
 def link_entities(
-    conn: sqlite3.Connection, user_id: str, fact_id: int, content: str, triple: Triple | None
+    conn: Connection, user_id: str, fact_id: int, content: str, triple: Triple | None
 ) -> None:
     """Upsert the entities ``content`` names and link them to ``fact_id``."""
     now = time.time()
@@ -210,7 +210,7 @@ def link_entities(
 
 
 def retire_conflicting(
-    conn: sqlite3.Connection, user_id: str, new: Fact, triple: Triple, speaker: str
+    conn: Connection, user_id: str, new: Fact, triple: Triple, speaker: str
 ) -> list[int]:
     """Retire every live fact ``new`` contradicts (superseded by it); return their ids."""
     rows = conn.execute(
