@@ -6,6 +6,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memoryport.storage.timeexpr import TimeExpr, has_time_words, resolve
 
@@ -287,3 +289,38 @@ def test_import_writes_each_sessions_events_once_on_its_own_messages(tmp_path: P
     assert target.conn.execute("SELECT count(*) FROM message_events").fetchone()[0] == 2
     source.close()
     target.close()
+
+
+# --------------------------------------------------------------------------- property
+# Text built from the pieces the rules look for (time words, numbers, dates, relative
+# words, look-alike letters that IGNORECASE folds, other digits, CJK), joined by any
+# separators and cased at random, plus arbitrary text: the fast paths (word pre-check,
+# rules picked by the words held, lower-case patterns) find exactly what the plain
+# reading finds, and has_time_words is never False for a text with an expression.
+_PIECES = [
+    "yesterday", "Today", "tonight", "this morning", "last night", "the other day", "ago",
+    "since", "week", "weekend", "month", "year", "days", "last", "next", "this", "past",
+    "coming", "previous", "on", "in", "of", "the", "before", "after", "prior to", "by",
+    "early", "mid-", "earlier", "later", "from now", "a couple of", "few", "two", "3", "12",
+    "16", "1999", "2023", "2023-11-16", "1-02-", "May", "may", "Sept", "Nov.", "March",
+    "mar", "Friday", "fri", "wed", "sunday", "summer", "fall", "16th", "3rd", "\u017fince",
+    "\u0131n", "\u212aelvin", "\u0130stanbul", "caf\u00e9", "\u6771\u4eac", "20\u0662\u0663",
+    "\u0663", "x2023", "_week", "week_", "dogs", ",", ".", "-", "'",
+]  # fmt: skip
+_SEPARATORS = st.sampled_from([" ", "  ", "\n", ", ", "", "-", "\t", "/"])
+_TEXTS = st.one_of(
+    st.lists(st.tuples(st.sampled_from(_PIECES), _SEPARATORS), max_size=10).map(
+        lambda parts: "".join(p + s for p, s in parts)),
+    st.text(max_size=40),
+).flatmap(lambda t: st.sampled_from([t, t.upper(), t.title(), t.swapcase()]))
+_ANCHORS = st.floats(min_value=at("1990-01-01"), max_value=at("2035-12-31"))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_TEXTS, anchor=_ANCHORS)
+def test_property_fast_paths_equal_the_plain_reading(text: str, anchor: float) -> None:
+    got = [(e.words, e.start, e.end, e.precision, e.span) for e in resolve(text, anchor)]
+    expected = reference(text, anchor)
+    assert got == expected
+    if expected:
+        assert has_time_words(text)
