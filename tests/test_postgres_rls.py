@@ -212,6 +212,10 @@ def test_the_search_view_refuses_writes_for_another_user(roles: dict[str, str]) 
         conn.execute("SELECT set_config(%s, 'alice', false)", (migrations.SCOPE_SETTING,))
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute(statement, (sid,))
+        conn.rollback()
+        ledger = sql.SQL("DELETE FROM {}._migrations").format(sql.Identifier(schema))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(ledger)
     with psycopg.connect(roles["owner"], autocommit=True) as conn:
         conn.execute(
             sql.SQL("GRANT ALL ON ALL TABLES IN SCHEMA {} TO {}").format(

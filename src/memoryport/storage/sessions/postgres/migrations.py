@@ -359,20 +359,18 @@ def grant_app_role(conn: psycopg.Connection[Any], schema: str, role: str) -> Non
     """Let ``role`` (an ordinary login role, not the owner) use the store at ``schema``;
     run by the schema's owner after :func:`migrate`. Idempotent.
 
-    ``role`` gets reads and writes on the tables (the ``user_scope`` policies bind it:
-    it is not their owner) and only ``SELECT`` on :data:`SEARCH_VIEW`. The policies stop
+    ``role`` gets reads and writes on the schema's tables (the ``user_scope`` policies
+    bind it: it is not their owner), and only ``SELECT`` on ``_migrations`` and
+    :data:`SEARCH_VIEW`. The policies stop
     binding the owner (``NO FORCE``), which makes the view fast for ``role``: keep the
     owner for migrations and administration, and connect agents as ``role``.
     """
     fmt = {"s": sql.Identifier(schema), "r": sql.Identifier(role)}
     statements = [
         "GRANT USAGE ON SCHEMA {s} TO {r}",
-        "GRANT SELECT, INSERT, UPDATE, DELETE ON {s}.sessions, {s}.messages,"
-        " {s}.message_events, {s}.meta TO {r}",
-        "GRANT SELECT ON {s}._migrations TO {r}",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {s} TO {r}",
         "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {s} TO {r}",
-        "REVOKE ALL ON {s}.{v} FROM {r}",
-        "GRANT SELECT ON {s}.{v} TO {r}",
+        "REVOKE INSERT, UPDATE, DELETE ON {s}._migrations, {s}.{v} FROM {r}",
         *(f"ALTER TABLE {{s}}.{t} NO FORCE ROW LEVEL SECURITY" for t in POLICIES),
     ]
     with conn.transaction():
