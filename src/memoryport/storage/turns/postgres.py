@@ -84,6 +84,9 @@ class PostgresTurnIndex(base.TurnIndex):
         # too, whatever that code adds later. Its connection is closed at once.
         super().__init__(Path(":memory:"), weights=weights, embedder=embedder, dense=dense)
         self._conn.close()
+        if self._vectors is not None:  # the SQLite index's vector cache and writer: here
+            self._vectors.stop()       # vectors are written with their turn and scored
+            self._vectors = None       # by _dense from PostgreSQL
         self.dsn = dsn
         self.schema = schema
         self.path = Path(describe_dsn(dsn))  # where the turns are, for messages
@@ -414,10 +417,53 @@ class PostgresTurnIndex(base.TurnIndex):
         return {tid for tid, lo, hi in found
                 if any(lo < p_hi and p_lo < hi for p_lo, p_hi in periods)}
 
+    def _query_vector(self, query: str) -> array[float]:
+        """The query's vector (the last one is kept: a search asks twice)."""
+        assert self.embedder is not None
+        last: tuple[str, array[float]] | None = getattr(self._local, "qvec", None)
+        if last is not None and last[0] == query:
+            return last[1]
+        vec = self.embedder.embed([query])[0]
+        self._local.qvec = (query, vec)
+        return vec
+
+    def _add_nearest(self, query: str, scope: str, rows: list[_Row]) -> list[_Row]:
+        """``rows`` and the scope's :data:`~.vectors.DENSE_DEPTH` turns nearest the query
+        by vector not among them, nearest first, ties by id (as the SQLite index's
+        in-memory search): pgvector's inner product in SQL, else the stored float32
+        vectors scored here."""
+        if self.embedder is None:
+            return rows
+        qvec, name = self._query_vector(query), self.embedder.name
+        with self._lock:
+            if self._vector_type.startswith("vector"):
+                nearest = [int(r[0]) for r in self._read(lambda c: c.execute(self._q(
+                    "SELECT turn_id FROM {s}.turn_vectors WHERE user_id = %s AND model = %s"
+                    " AND vector_dims(vec) = %s ORDER BY vec <#> %s::real[]::vector, turn_id"
+                    " LIMIT %s"), (scope, name, len(qvec), list(qvec), vectors.DENSE_DEPTH)
+                ).fetchall(), scope)]
+            else:
+                stored = self._read(lambda c: c.execute(self._q(
+                    "SELECT turn_id, vec FROM {s}.turn_vectors WHERE user_id = %s"
+                    " AND model = %s ORDER BY turn_id"), (scope, name)).fetchall(), scope)
+                cos = [sum(a * b for a, b in zip(qvec, vec, strict=True))
+                       if len(vec := self._decode(v)) == len(qvec) else -2.0
+                       for _, v in stored]
+                order = sorted(range(len(stored)), key=lambda n: (-cos[n], stored[n][0]))
+                nearest = [int(stored[n][0]) for n in order[:vectors.DENSE_DEPTH]]
+            have = {r[0] for r in rows}
+            extra = [i for i in nearest if i not in have]
+            if not extra:
+                return rows
+            found = {int(r[0]): tuple(r) for r in self._read(lambda c: c.execute(self._q(
+                "SELECT " + COLUMNS + " FROM {s}.turns t WHERE t.user_id = %s"
+                " AND t.id = ANY(%s)"), (scope, extra)).fetchall(), scope)}
+        return rows + [found[i] for i in extra if i in found]
+
     def _dense(self, query: str, rows: list[_Row]) -> list[float]:
         if self.embedder is None or not rows:
             return [0.0] * len(rows)
-        qvec = self.embedder.embed([query])[0]
+        qvec = self._query_vector(query)
         scope: str = self._local.scope
         column = "vec::real[]" if self._vector_type.startswith("vector") else "vec"
         with self._lock:
