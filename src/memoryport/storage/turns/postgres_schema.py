@@ -219,11 +219,18 @@ def m004_read_all(cur: Cursor, schema: sql.Identifier) -> None:
     enable_read_all(cur, schema, TABLES)
 
 
+def m005_vectors_by_user(cur: Cursor, schema: sql.Identifier) -> None:
+    """The nearest-turn search reads one scope's vectors of one model: an index for it."""
+    cur.execute(sql.SQL("CREATE INDEX turn_vectors_user ON {s}.turn_vectors (user_id, model)"
+                        ).format(s=schema))
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_turns", m001_turns),
     ("m002_turn_vectors", m002_turn_vectors),
     ("m003_row_security", m003_row_security),
     ("m004_read_all", m004_read_all),
+    ("m005_vectors_by_user", m005_vectors_by_user),
 ]
 
 
