@@ -108,8 +108,9 @@ def derive(
     content: str, timestamp: float, tool_calls: list[Any] | None, metadata: dict[str, Any]
 ) -> Derived:
     """:data:`Derived` of a message with these fields (its timestamp given)."""
-    events = tuple((e[1], e[2], e[3], e[4]) for e in event_rows(0, content, timestamp))
-    return dump_json(tool_calls), dump_json(metadata), 1 if has_cjk(content) else 0, events
+    events = tuple(row[1:] for row in event_rows(0, content, timestamp)) if content else ()
+    calls = None if tool_calls is None else dump_json(tool_calls)
+    return calls, dump_json(metadata), 1 if has_cjk(content) else 0, events
 
 
 def message_from_row(row: Sequence[Any], decode: TextCodec = _same) -> MessageRecord:

@@ -441,7 +441,8 @@ def _insert_messages(
     events: list[EventRow] = []
     for message_id, row, ahead in zip(ids, rows, found, strict=True):
         if ahead is not None:
-            events.extend((message_id, *e) for e in ahead)
+            if ahead:
+                events.extend((message_id, *e) for e in ahead)
         elif row[2]:
             events.extend(event_rows(message_id, row[2], row[3]))
     if events:
