@@ -334,3 +334,54 @@ def test_curated_resources_read_through_the_clients_open_memory(
     assert not added.is_error and not again.is_error
     assert "Prefers tabs" in user_md.contents[0].text
     assert "Uses vim" in user_md.contents[0].text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_direct_tool_calls_answer_exactly_as_the_sdk_path(tmp_path: Path, mode: str) -> None:
+    """A plain ``tools/call`` is answered by the server's middleware (the direct path); a
+    call the SDK must pre-parse (an array sent as a JSON string) takes the SDK's tool
+    manager. Both give the same result, in the handshake era and the 2026 one."""
+    srv = build_server(tmp_path, ServeOptions())
+    ops = [{"action": "add", "content": "first"}]
+
+    async def body(c: Client) -> list[Any]:
+        return [
+            await c.call_tool("memory", {"target": "memory", "operations": ops}),
+            await c.call_tool("memory", {"target": "memory", "operations": json.dumps(ops)}),
+            await c.call_tool("memory", {"action": "remove", "target": "memory",
+                                         "old_text": "nothing like this"}),
+        ]
+
+    def shape(result: Any) -> dict[str, Any]:
+        dumped = result.model_dump()
+        dumped["content"] = [{**c, "text": "..."} for c in dumped["content"]]
+        dumped["structured_content"] = sorted(dumped["structured_content"])
+        return dumped
+
+    async def main() -> list[Any]:
+        async with Client(srv.mcp, mode=mode, raise_exceptions=True) as client:
+            return await body(client)
+
+    try:
+        direct, through_sdk, refused = anyio.run(main)
+    finally:
+        srv.close()
+    assert shape(direct) == shape(through_sdk)
+    assert direct.structured_content["success"] is True and not direct.is_error
+    assert json.loads(through_sdk.content[0].text)["success"] is True  # a no-op duplicate
+    assert refused.is_error and refused.structured_content["success"] is False
+    assert entries(tmp_path, "memory") == ["first"]
+
+
+
+def test_serving_lowers_the_thread_switch_interval_and_restores_it() -> None:
+    """While serving, a provider's background thread holds the GIL at most 0.5 ms at a
+    time (not Python's 5 ms) before the event loop gets it back."""
+    import sys
+
+    from memoryport.mcp.server import SWITCH_INTERVAL_S, responsive
+
+    before = sys.getswitchinterval()
+    with responsive():
+        assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL_S) == 0.0005
+    assert sys.getswitchinterval() == before

@@ -197,6 +197,9 @@ def test_stdio_malformed_json_rpc_gets_errors_and_the_server_keeps_serving(
 ) -> None:
     lines = [
         "this is not json",
+        json.dumps({"jsonrpc": "2.0", "id": 0, "method": "tools/call", "params": {
+            "name": "memory", "arguments": {"action": "add", "target": "memory",
+                                            "content": "before initialize"}}}),
         json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "raw", "version": "0"}}}),
@@ -222,6 +225,7 @@ def test_stdio_malformed_json_rpc_gets_errors_and_the_server_keeps_serving(
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
+    assert replies[0]["error"]["code"] == -32602  # a call before initialize is refused
     assert replies[2]["error"]["code"] == -32602
     assert replies[3]["error"]["code"] == -32601
     assert json.loads(replies[4]["result"]["content"][0]["text"])["success"] is True

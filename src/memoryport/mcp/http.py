@@ -15,7 +15,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from memoryport.mcp.server import MemoryServer
+from memoryport.mcp.server import MemoryServer, responsive
 
 if TYPE_CHECKING:
     import uvicorn
@@ -134,7 +134,9 @@ def http_config(
 
 
 async def serve_http(server: MemoryServer, *, host: str, port: int, path: str = "/mcp") -> None:
-    """Serve until interrupted (SIGINT/SIGTERM stop uvicorn gracefully)."""
+    """Serve until interrupted (SIGINT/SIGTERM stop uvicorn gracefully), with the
+    interpreter made :func:`~memoryport.mcp.server.responsive`."""
     import uvicorn
 
-    await uvicorn.Server(http_config(server, host=host, port=port, path=path)).serve()
+    with responsive():
+        await uvicorn.Server(http_config(server, host=host, port=port, path=path)).serve()

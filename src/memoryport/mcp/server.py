@@ -12,6 +12,14 @@ arguments over ``max_argument_bytes`` get JSON-RPC ``-32602``; arguments of the 
 type or with unknown names get a tool result with ``isError`` (the MCP 2025-11-25 rule for
 input validation); malformed JSON-RPC gets ``-32700``/``-32600`` from the SDK.
 
+Direct path: a well-formed ``tools/call`` of one of these tools on an initialized
+connection is answered by this server's middleware itself (the SDK's request check, the
+tool's argument model, one call into ``Memory``, the SDK's result sieve for the protocol
+version) instead of through the SDK's tool manager, which builds and validates the same
+result through several pydantic models. Anything else (arguments the SDK may pre-parse or
+refuses, extra request fields such as ``task``, a connection not yet initialized) takes the
+SDK's own path, so errors keep the SDK's shape.
+
 Timing: a ``tools/call`` whose ``_meta`` holds ``"memoryport/timing": true`` gets
 ``_meta["memoryport/timing"]`` in its result: ``server_ms`` (from this server's middleware
 to the shaped result), ``handler_ms`` (the tool handler, with its worker-thread hop) and
@@ -20,11 +28,14 @@ to the shaped result), ``handler_ms`` (the tool handler, with its worker-thread 
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import json
+import logging
+import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,8 +45,11 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult
+from mcp_types import SERVER_INFO_META_KEY, CallToolResult
 from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST
+from mcp_types.methods import serialize_server_result, validate_client_request
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 import memoryport
 from memoryport.admin import audit
@@ -50,21 +64,46 @@ from memoryport.mcp.clients import (
     current_identity,
     resolve_identity,
 )
-from memoryport.mcp.tools import SERVER_TOOLS, recall, remember_turn, schema_tool, tool_result
+from memoryport.mcp.tools import (
+    SERVER_TOOLS,
+    DirectArguments,
+    direct_arguments,
+    recall,
+    remember_turn,
+    schema_tool,
+    tool_result,
+    tool_result_wire,
+)
 
 __all__ = [
     "DEFAULT_MAX_ARGUMENT_BYTES",
+    "SWITCH_INTERVAL_S",
     "TIMING_KEY",
     "MemoryServer",
     "ServeOptions",
     "build_server",
+    "responsive",
 ]
 
 DEFAULT_MAX_ARGUMENT_BYTES = 256 * 1024
 """Default cap on one tool call's arguments (serialized JSON, bytes)."""
 
+SWITCH_INTERVAL_S = 0.0005
+"""The interpreter's thread switch interval while serving (Python's default is 5 ms).
+
+Providers work on background threads of the server process (a curated write is mirrored
+into the holographic fact store after the answer is sent, syncs run after a turn). Such a
+thread keeps the GIL until the switch interval ends, so with the default the event loop
+and the next call's worker wait up to 5 ms for it; at 0.5 ms they wait at most that (on a
+loaded 2-core machine the `memory` add round trip measured 13-14 ms with 5 ms, 7 ms with
+0.5 ms, 8.5-10 ms with 0.1 ms: see benchmarks/bench_mcp.py)."""
+
 TIMING_KEY = "memoryport/timing"
 """``_meta`` key: ``true`` in a ``tools/call`` asks for the server's timings in the result."""
+
+log = logging.getLogger(__name__)
+
+_CALL_FIELDS = frozenset({"name", "arguments", "_meta"})
 
 _timing: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar(
     "memoryport_mcp_timing", default=None
@@ -105,6 +144,7 @@ class MemoryServer:
         first = self.pool.get(Identity(options.user_id, "default"))
         schemas = [*first.memory.tool_schemas(), *SERVER_TOOLS]
         self.tool_names = frozenset(str(s["name"]) for s in schemas)
+        self._direct = {str(s["name"]): direct_arguments(s) for s in schemas}
         self.mcp: MCPServer[Any] = MCPServer(
             "memoryport",
             version=memoryport.__version__,
@@ -119,7 +159,8 @@ class MemoryServer:
     async def _gate(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        """Every request: who is calling, then the checks that need no handler."""
+        """Every request: who is calling, then the checks that need no handler; a plain
+        ``tools/call`` is answered here (the direct path, see the module docstring)."""
         started = time.perf_counter()
         if ctx.request_id is None:
             return await call_next(ctx)
@@ -131,14 +172,19 @@ class MemoryServer:
         except IdentityError as exc:
             raise MCPError(INVALID_REQUEST, str(exc)) from None
         timing: dict[str, float] | None = None
+        direct: tuple[str, dict[str, Any]] | None = None
         if ctx.method == "tools/call" and isinstance(ctx.params, Mapping):
             self._check_call(ctx.params)
+            direct = self._direct_call(ctx)
             if ctx.meta and ctx.meta.get(TIMING_KEY) is True:
                 timing = {}
         token = current_identity.set(identity)
         timed = _timing.set(timing)
         try:
-            result = await call_next(ctx)
+            if direct is not None:
+                result: HandlerResult = await self._answer(ctx, *direct)
+            else:
+                result = await call_next(ctx)
         finally:
             _timing.reset(timed)
             current_identity.reset(token)
@@ -148,6 +194,45 @@ class MemoryServer:
             if isinstance(meta, dict):
                 meta[TIMING_KEY] = {k: round(v, 3) for k, v in timing.items()}
         return result
+
+    def _direct_call(
+        self, ctx: ServerRequestContext[Any, Any]
+    ) -> tuple[str, dict[str, Any]] | None:
+        """``(tool, arguments)`` when this server can answer the call itself exactly as
+        the SDK would; None leaves it to the SDK."""
+        params = ctx.params
+        if params is None or not _CALL_FIELDS.issuperset(params):
+            return None
+        name, arguments = params.get("name"), params.get("arguments")
+        check: DirectArguments | None = self._direct.get(name) if isinstance(name, str) else None
+        if check is None or not isinstance(arguments, dict | None):
+            return None
+        if getattr(ctx.session, "client_params", None) is None:  # the SDK gates it
+            return None
+        try:
+            validate_client_request(ctx.method, ctx.protocol_version, params)
+        except (ValidationError, KeyError, ValueError):
+            return None
+        parsed = check.parse(arguments or {})
+        return None if parsed is None else (str(name), parsed)
+
+    async def _answer(
+        self, ctx: ServerRequestContext[Any, Any], name: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The wire result of a direct ``tools/call`` (a tool that raises gets the SDK's
+        ``isError`` result with no detail, and the error is logged, as the SDK does)."""
+        try:
+            wire = tool_result_wire(await self._run(name, arguments))
+        except MCPError:
+            raise
+        except Exception:
+            log.exception("Tool %r raised an unexpected exception", name)
+            wire = tool_result_wire(f"Error executing tool {name}", error=True)
+        version = ctx.protocol_version
+        shaped = serialize_server_result(ctx.method, version, wire)
+        if version in MODERN_PROTOCOL_VERSIONS and shaped.get("_meta") is None:
+            shaped["_meta"] = {SERVER_INFO_META_KEY: self.mcp._lowlevel_server.server_info_stamp}
+        return shaped
 
     def _check_call(self, params: Mapping[str, Any]) -> None:
         name = params.get("name")
@@ -175,6 +260,11 @@ class MemoryServer:
         return await anyio.to_thread.run_sync(self.pool.get, identity)
 
     async def _call(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        """The SDK's path: the tool's answer as a ``CallToolResult``."""
+        return tool_result(await self._run(name, arguments))
+
+    async def _run(self, name: str, arguments: dict[str, Any]) -> str:
+        """Run one tool for the calling client on a worker thread; its JSON answer."""
         started = time.perf_counter()
         state = await self._client()
         if name == "remember_turn":
@@ -185,11 +275,10 @@ class MemoryServer:
             run = functools.partial(state.memory.call_tool, name, arguments, source="mcp")
         timing = _timing.get()
         if timing is None:
-            return tool_result(await anyio.to_thread.run_sync(run))
+            return await anyio.to_thread.run_sync(run)
         text = await anyio.to_thread.run_sync(_timed, run, timing)
-        result = tool_result(text)
         timing["handler_ms"] = (time.perf_counter() - started) * 1e3
-        return result
+        return text
 
     # ------------------------------------------------------------------ resources
     def _add_resources(self) -> None:
@@ -263,6 +352,18 @@ def _open(home: Path, user_id: str) -> Memory:
     memory = memoryport.open(home, user_id=user_id or None, platform="mcp")
     memory.reserve_tool_names(*(str(t["name"]) for t in SERVER_TOOLS))
     return memory
+
+
+@contextlib.contextmanager
+def responsive(interval: float = SWITCH_INTERVAL_S) -> Iterator[None]:
+    """While serving: the thread switch interval at most ``interval`` seconds (see
+    :data:`SWITCH_INTERVAL_S`); the previous one is restored afterwards."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(min(previous, interval))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
 
 
 def build_server(

@@ -28,6 +28,8 @@ from typing import Any, cast
 import anyio
 from mcp.server.stdio import stdio_server
 
+from memoryport.mcp.server import responsive
+
 __all__ = ["LoopWire", "claimed_stdio", "pollable", "serve_stdio"]
 
 _CHUNK = getattr(select, "PIPE_BUF", 512)
@@ -119,14 +121,16 @@ def pollable(fd: int, events: int) -> bool:
 
 
 async def serve_stdio(mcp: Any) -> None:
-    """Serve ``mcp`` (an ``MCPServer``) over this process's stdin/stdout until EOF."""
+    """Serve ``mcp`` (an ``MCPServer``) over this process's stdin/stdout until EOF, with
+    the interpreter made :func:`~memoryport.mcp.server.responsive`."""
     if sys.platform == "win32" or not (  # the asyncio loop cannot poll these: the SDK's way
         pollable(0, selectors.EVENT_READ) and pollable(1, selectors.EVENT_WRITE)
     ):
-        await mcp.run_stdio_async()
+        with responsive():
+            await mcp.run_stdio_async()
         return
     lowlevel = mcp._lowlevel_server
-    with claimed_stdio() as wire:
+    with claimed_stdio() as wire, responsive():
         stream = cast(Any, wire)
         async with stdio_server(stdin=stream, stdout=stream) as (read_stream, write_stream):
             await lowlevel.run(read_stream, write_stream,

@@ -10,13 +10,23 @@ without lifecycle hooks; ``recall`` returns the fenced prefetch for a query.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Union
 
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, TextContent
-from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
+from pydantic import (
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    create_model,
+)
 
 from memoryport.errors import tool_error_json
 from memoryport.fence import build_memory_context_block
@@ -24,11 +34,14 @@ from memoryport.mcp.clients import ClientState
 
 __all__ = [
     "SERVER_TOOLS",
+    "DirectArguments",
     "ToolCall",
+    "direct_arguments",
     "recall",
     "remember_turn",
     "schema_tool",
     "tool_result",
+    "tool_result_wire",
 ]
 
 ToolCall = Callable[[str, dict[str, Any]], Awaitable[CallToolResult]]
@@ -122,19 +135,70 @@ def schema_tool(schema: dict[str, Any], call: ToolCall) -> Tool:
     return tool
 
 
-def tool_result(text: str) -> CallToolResult:
-    """A memoryport tool's JSON answer as an MCP result (``isError`` on ``success: false``)."""
+@dataclass(frozen=True)
+class DirectArguments:
+    """One tool's argument check for the server's direct ``tools/call`` path: the same
+    model ``schema_tool`` gives the SDK, or "leave this call to the SDK"."""
+
+    model: type[ArgModelBase]
+    text_fields: frozenset[str]
+
+    def parse(self, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The arguments the tool runs with (validated, ``None`` values dropped), or None
+        when the SDK must take the call: a string given for a field that is not a string
+        (the SDK may read it as JSON first) or arguments that fail the check (the SDK
+        writes the error result)."""
+        for key, value in arguments.items():
+            if isinstance(value, str) and key not in self.text_fields:
+                return None
+        try:
+            parsed = self.model.model_validate(arguments)
+        except ValidationError:
+            return None
+        return {k: v for k, v in parsed.model_dump_one_level().items() if v is not None}
+
+
+def direct_arguments(schema: dict[str, Any]) -> DirectArguments:
+    """The :class:`DirectArguments` of a memoryport tool schema."""
+    parameters = _input_schema(schema.get("parameters"))
+    properties = parameters.get("properties")
+    props: dict[str, Any] = properties if isinstance(properties, dict) else {}
+    texts = frozenset(
+        name for name, spec in props.items()
+        if isinstance(spec, dict) and spec.get("type") == "string"
+    )  # fmt: skip
+    return DirectArguments(_arg_model(str(schema["name"]), parameters), texts)
+
+
+def _answer(text: str) -> tuple[dict[str, Any] | None, bool]:
     try:
         data = json.loads(text)
     except ValueError:
-        return CallToolResult(content=[TextContent(type="text", text=text)])
+        return None, False
     structured = data if isinstance(data, dict) else None
-    failed = isinstance(data, dict) and data.get("success") is False
+    return structured, structured is not None and structured.get("success") is False
+
+
+def tool_result(text: str) -> CallToolResult:
+    """A memoryport tool's JSON answer as an MCP result (``isError`` on ``success: false``)."""
+    structured, failed = _answer(text)
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=structured,
         is_error=failed,
     )
+
+
+def tool_result_wire(text: str, *, error: bool = False) -> dict[str, Any]:
+    """:func:`tool_result` as the wire mapping ``CallToolResult`` dumps to (before the
+    protocol version's sieve); ``error``: a failure message, not a tool's answer."""
+    structured, failed = (None, True) if error else _answer(text)
+    wire: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if structured is not None:
+        wire["structuredContent"] = structured
+    wire["isError"] = failed
+    wire["resultType"] = "complete"
+    return wire
 
 
 def _blank(name: str, **values: str) -> str | None:
