@@ -37,6 +37,7 @@ from memoryport.storage.turns.rank import (
     names_other,
     query_words,
 )
+from memoryport.storage.turns.rowcache import RowCache
 
 __all__ = ["MAX_LIMIT", "TurnHit", "TurnIndex", "TurnInput"]
 
@@ -161,6 +162,7 @@ class TurnIndex:
             str(path), timeout=10.0, isolation_level=None, check_same_thread=False
         )
         self._lock, self._conn = self._write_lock, self._writer
+        self._cache = RowCache(schema.BLOCK_TURNS)  # searches' rows (under self._lock)
         try:
             enable_wal(self._writer)
             self._writer.execute("PRAGMA synchronous=NORMAL")
@@ -475,14 +477,31 @@ class TurnIndex:
         self, match: str, scope: str
     ) -> tuple[dict[tuple[str, int], float], list[_Row]]:
         """The ``MAIN_DEPTH`` best turns by their own BM25: scores by (session, position)
-        and the turns' rows (fetched here, so the candidate query skips them)."""
-        rows = self._conn.execute(
-            f"SELECT {_T_COLUMNS}, -bm25(turns_fts) FROM turns_fts f"
-            " JOIN turns t ON t.id = f.rowid WHERE turns_fts MATCH ? AND t.user_id = ?"
-            " ORDER BY bm25(turns_fts) LIMIT ?",
-            (match, scope, MAIN_DEPTH),
-        ).fetchall()
-        return {(r[1], r[2]): float(r[-1]) for r in rows}, [tuple(r[:-1]) for r in rows]
+        and the turns' rows (fetched here, so the candidate query skips them).
+
+        When every stored turn is in ``scope`` (one user: the usual store) the word index
+        alone ranks, and the rows come from the row cache; the same turns in the same
+        order as the query joined with the turns (ties fall in id order both ways)."""
+        conn, cache = self._conn, self._cache
+        cache.catch_up(conn)
+        if conn.execute("SELECT EXISTS(SELECT 1 FROM turns WHERE user_id < ?1)"
+                        " OR EXISTS(SELECT 1 FROM turns WHERE user_id > ?1)",
+                        (scope,)).fetchone()[0]:
+            ranked = conn.execute(
+                f"SELECT {_T_COLUMNS}, -bm25(turns_fts) FROM turns_fts f"
+                " JOIN turns t ON t.id = f.rowid WHERE turns_fts MATCH ? AND t.user_id = ?"
+                " ORDER BY bm25(turns_fts) LIMIT ?",
+                (match, scope, MAIN_DEPTH),
+            ).fetchall()
+            found: list[_Row] = [tuple(r[:-1]) for r in ranked]
+            cache.keep(scope, found)
+        else:
+            ranked = conn.execute(
+                "SELECT rowid, -bm25(turns_fts) FROM turns_fts WHERE turns_fts MATCH ?"
+                " ORDER BY bm25(turns_fts) LIMIT ?", (match, MAIN_DEPTH),
+            ).fetchall()
+            found = cache.by_ids(conn, [r[0] for r in ranked], scope)
+        return {(r[1], r[2]): float(s[-1]) for r, s in zip(found, ranked, strict=True)}, found
 
     def _block_scores(self, match: str, scope: str) -> dict[tuple[str, int], float]:
         rows = self._conn.execute(
@@ -503,7 +522,7 @@ class TurnIndex:
         """``found`` and the other candidates: the main turns' neighbours and the turns
         of the ``SESSION_DEPTH`` best blocks (each block by one index range; neighbours
         first by id, as a session's turns are mostly stored one after another, then by
-        session and position for those not found so)."""
+        session and position for those not found so), through the row cache."""
         wanted: set[tuple[str, int]] = set()
         for session, position in main:
             wanted.add((session, position + 1))
@@ -511,27 +530,25 @@ class TurnIndex:
                 wanted.add((session, position - 1))
         wanted.difference_update(main)
         rows: list[_Row] = []
-        conn = self._conn
+        conn, cache = self._conn, self._cache
         for (session, number), _ in heapq.nlargest(SESSION_DEPTH, blocks.items(),
                                                   key=lambda kv: kv[1]):
-            lo = number * schema.BLOCK_TURNS
-            for row in conn.execute(
-                f"SELECT {_TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ?"
-                " AND position >= ? AND position < ?",
-                (scope, session, lo, lo + schema.BLOCK_TURNS),
-            ):
+            for row in cache.block(conn, scope, session, number):
                 if (row[1], row[2]) not in main:
                     rows.append(row)
                     wanted.discard((row[1], row[2]))
         if wanted:
             near = sorted({r[0] + step for r in found for step in (-1, 1)})
-            for row in conn.execute(
-                f"SELECT {_T_COLUMNS} FROM json_each(?) j CROSS JOIN turns t"
-                " ON t.id = j.value WHERE t.user_id = ?", (json.dumps(near), scope),
-            ):
+            for row in cache.by_ids(conn, near, scope):
                 if (row[1], row[2]) in wanted:
                     rows.append(row)
                     wanted.discard((row[1], row[2]))
+        for key in sorted(wanted):  # in a cached block: there or not there
+            known, hit = cache.at(scope, *key)
+            if known:
+                wanted.discard(key)
+                if hit is not None:
+                    rows.append(hit)
         if wanted:
             rows += conn.execute(
                 f"SELECT {_T_COLUMNS}"

@@ -1,0 +1,132 @@
+"""Stored turns' rows kept in memory for the turn index's candidate lookups.
+
+A search reads the rows of about a hundred and fifty candidate turns (the best matches,
+their neighbours, the best session block's turns); most of them were candidates of the
+previous search too. Turns are append-only: a stored turn's row never changes and is never
+deleted, and a new turn gets an id above every stored one (SQLite's rowid, one writer at a
+time). So a cached row is never stale, and what was stored since the cache last looked is
+exactly the turns with an id above the largest it has seen: :meth:`RowCache.catch_up`
+reads those (usually the last turn's two rows) at the start of each search, inside the
+search's read snapshot, which keeps every cached block complete.
+
+The cache is exact: a lookup returns what the equivalent query would return in the same
+snapshot. It is bounded (:data:`ROWS_CACHE` rows, :data:`BLOCKS_CACHE` blocks, cleared when
+full); a catch-up of more than :data:`CATCH_UP_MAX` turns (a bulk import by another
+process) drops the blocks instead of reading them all.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+__all__ = ["BLOCKS_CACHE", "CATCH_UP_MAX", "ROWS_CACHE", "TURN_COLUMNS", "Row", "RowCache"]
+
+ROWS_CACHE = 50_000
+"""How many turns' rows a cache holds at most (cleared when full)."""
+BLOCKS_CACHE = 256
+"""How many complete session blocks a cache holds at most (cleared when full)."""
+CATCH_UP_MAX = 1_000
+"""A catch-up past this many new turns drops the cached blocks instead of reading them."""
+
+TURN_COLUMNS = "id, session_id, position, speaker, text, timestamp, source_id, temporal"
+"""The columns of a row, in order."""
+_T_COLUMNS = ", ".join("t." + c for c in TURN_COLUMNS.split(", "))
+
+Row = tuple[int, str, int, str, str, float, str, int]
+"""``(id, session_id, position, speaker, text, timestamp, source_id, temporal)``."""
+_BlockKey = tuple[str, str, int]  # (user scope, session, block number)
+
+
+class RowCache:
+    """Rows by turn id and complete session blocks of one turn index (not thread-safe:
+    the index calls it under its search lock, inside one read transaction)."""
+
+    def __init__(self, block_turns: int) -> None:
+        self.block_turns = block_turns
+        self.seen = 0
+        """The largest turn id stored when the cache last caught up."""
+        self._rows: dict[int, tuple[str, Row]] = {}  # id -> (scope, row)
+        self._blocks: dict[_BlockKey, dict[int, Row]] = {}  # complete: position -> row
+
+    def clear(self) -> None:
+        """Forget every row and block."""
+        self._rows.clear()
+        self._blocks.clear()
+
+    def catch_up(self, conn: sqlite3.Connection) -> None:
+        """Take in the turns stored since the last call (their rows, and each into its
+        block when that block is cached)."""
+        top = int(conn.execute("SELECT coalesce(max(id), 0) FROM turns").fetchone()[0])
+        if top == self.seen:
+            return
+        if top < self.seen:  # not the store the cache has seen: start over
+            self.clear()
+        elif self.seen == 0 or top - self.seen > CATCH_UP_MAX:  # first look, bulk load
+            self._blocks.clear()
+        else:
+            for scope, *rest in conn.execute(
+                f"SELECT user_id, {TURN_COLUMNS} FROM turns WHERE id > ? ORDER BY id",
+                (self.seen,),
+            ):
+                row: Row = tuple(rest)
+                self._keep(scope, row)
+                block = self._blocks.get((scope, row[1], row[2] // self.block_turns))
+                if block is not None:
+                    block[row[2]] = row
+        self.seen = top
+
+    def _keep(self, scope: str, row: Row) -> None:
+        if len(self._rows) >= ROWS_CACHE:
+            self._rows.clear()
+        self._rows[row[0]] = (scope, row)
+
+    def keep(self, scope: str, rows: Iterable[Row]) -> None:
+        """Remember ``rows`` (read in ``scope``)."""
+        for row in rows:
+            self._keep(scope, row)
+
+    def by_ids(self, conn: sqlite3.Connection, ids: Sequence[int], scope: str) -> list[Row]:
+        """The rows of the turns ``ids`` in ``scope``, in the order of ``ids`` (ids that
+        are not stored, or not in ``scope``, are left out)."""
+        rows = self._rows
+        missing = [i for i in ids if i not in rows and 0 < i <= self.seen]
+        if missing:
+            for user, *rest in conn.execute(
+                f"SELECT t.user_id, {_T_COLUMNS} FROM json_each(?) j CROSS JOIN turns t"
+                " ON t.id = j.value", (json.dumps(missing),),
+            ):
+                self._keep(user, tuple(rest))
+        out = []
+        for i in ids:
+            hit = rows.get(i)
+            if hit is not None and hit[0] == scope:
+                out.append(hit[1])
+        return out
+
+    def block(self, conn: sqlite3.Connection, scope: str, session: str, number: int
+              ) -> list[Row]:
+        """The turns of a session block, in position order (read once, then kept)."""
+        key = (scope, session, number)
+        block = self._blocks.get(key)
+        if block is None:
+            lo = number * self.block_turns
+            found: list[Row] = conn.execute(
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE user_id = ? AND session_id = ?"
+                " AND position >= ? AND position < ?",
+                (scope, session, lo, lo + self.block_turns),
+            ).fetchall()
+            if len(self._blocks) >= BLOCKS_CACHE:
+                self._blocks.clear()
+            block = self._blocks[key] = {row[2]: row for row in found}
+            self.keep(scope, found)
+        return [block[p] for p in sorted(block)]
+
+    def at(self, scope: str, session: str, position: int) -> tuple[bool, Row | None]:
+        """``(known, row)`` for the turn at ``position`` of ``session``: known when its
+        block is cached (``row`` None when there is no such turn)."""
+        block = self._blocks.get((scope, session, position // self.block_turns))
+        if block is None:
+            return False, None
+        return True, block.get(position)

@@ -1,0 +1,128 @@
+"""The turn path's cost levers keep the holographic recall exact (real SQLite files).
+
+* searches read on their own connection, so one never waits for a write in progress;
+* the row cache (``storage.turns.rowcache``) and the word-index-only ranking of a one-user
+  store return exactly what a freshly opened index (nothing cached) returns, whoever
+  wrote the turns in between (this index, another one on the same file, a bulk import).
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memoryport.errors import StoreError
+from memoryport.storage.turns import TurnHit, TurnIndex, TurnInput
+from memoryport.storage.turns.rowcache import CATCH_UP_MAX
+
+WORDS = ("sqlite", "schema", "tea", "deadline", "pottery", "paris", "museum", "guitar", "vim",
+         "emacs", "budget", "lunch", "garden", "concert", "python", "rust", "train", "beach")
+NAMES = ("Alice", "Bob", "Caroline", "Dmitri")
+START = 1_700_000_000.0
+
+
+def _turn(rng: random.Random, session: str, user: str | None, at: float) -> TurnInput:
+    words = rng.sample(WORDS, rng.randint(2, 6))
+    if rng.random() < 0.3:
+        words.insert(1, rng.choice(NAMES))
+    return TurnInput(session, rng.choice(NAMES), " ".join(words), at, "", user)
+
+
+def _key(hits: list[TurnHit]) -> list[tuple[int, float, str]]:
+    return [(h.turn_id, h.score, h.text) for h in hits]
+
+
+def _cold(path: Path, query: str, user: str | None) -> list[TurnHit]:
+    """What an index that has cached nothing returns."""
+    fresh = TurnIndex(path, dense=False)
+    try:
+        return fresh.search(query, limit=15, user_id=user)
+    finally:
+        fresh.close()
+
+
+@pytest.mark.parametrize("users", [(None,), (None, "u2")], ids=["one-user", "two-users"])
+def test_a_long_lived_index_ranks_exactly_as_a_fresh_one(
+        tmp_path: Path, users: tuple[str | None, ...]) -> None:
+    """Turns added by the searching index and by another one on the same file, sessions
+    interleaved, blocks filling past their size: every search equals a cold one."""
+    path = tmp_path / "holographic.db"
+    rng = random.Random(12)
+    warm = TurnIndex(path, dense=False)
+    other = TurnIndex(path, dense=False)
+    try:
+        at = START
+        for step in range(36):
+            writer = warm if step % 3 else other
+            batch = []
+            for _ in range(rng.randint(1, 8)):
+                at += 60
+                batch.append(_turn(rng, f"s{rng.randint(1, 2)}", rng.choice(users), at))
+            writer.add_turns(batch)
+            for user in users:
+                query = " ".join(rng.sample(WORDS, 3))
+                if step % 4 == 0:
+                    query = f"Where did {rng.choice(NAMES)} go for {query}?"
+                assert _key(warm.search(query, limit=15, user_id=user)) == _key(
+                    _cold(path, query, user)), (step, query, user)
+    finally:
+        warm.close()
+        other.close()
+
+
+def test_a_bulk_import_by_another_index_is_seen_whole(tmp_path: Path) -> None:
+    """More turns than one catch-up reads (another process importing a conversation):
+    the warm index still ranks exactly as a fresh one."""
+    path = tmp_path / "holographic.db"
+    rng = random.Random(5)
+    warm = TurnIndex(path, dense=False)
+    other = TurnIndex(path, dense=False)
+    try:
+        warm.add_turns([_turn(rng, "s1", None, START + i) for i in range(40)])
+        assert warm.search("sqlite schema tea")
+        other.add_turns([_turn(rng, f"s{1 + i // 300}", None, START + 100 + i)
+                         for i in range(CATCH_UP_MAX + 200)])
+        for query in ("sqlite schema tea", "pottery paris museum", "Where did Bob go?"):
+            assert _key(warm.search(query, limit=15)) == _key(_cold(path, query, None))
+    finally:
+        warm.close()
+        other.close()
+
+
+def test_a_search_does_not_wait_for_a_write_in_progress(tmp_path: Path) -> None:
+    """While this index's own write waits on the database (another connection holds the
+    write lock), a search answers from the committed turns at once."""
+    path = tmp_path / "holographic.db"
+    index = TurnIndex(path, dense=False)
+    index.add_turns([TurnInput("s1", "Alice", "the sqlite schema is settled", START)])
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            index.add_turns([TurnInput("s1", "Bob", "sqlite schema version two", START + 1)])
+        except (StoreError, sqlite3.Error) as exc:  # pragma: no cover - shown on failure
+            errors.append(exc)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        time.sleep(0.3)  # let the writer take the index's write lock and wait on the file
+        hits = index.search("sqlite schema")
+        still_writing = writer.is_alive()
+    finally:
+        blocker.execute("COMMIT")
+        writer.join()
+        blocker.close()
+    assert still_writing, "the search waited for the write to finish"
+    assert [h.text for h in hits] == ["the sqlite schema is settled"]
+    assert not errors
+    assert {h.text for h in index.search("sqlite schema")} == {
+        "the sqlite schema is settled", "sqlite schema version two"}
+    index.close()
