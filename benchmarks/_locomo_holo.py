@@ -48,6 +48,7 @@ class HolographicIndex:
         self.provider.initialize("locomo", home=home, platform="bench", user_id=user)
         self.ingest_ms: list[float] = []
         self._sessions = 0
+        self._flushed = False
 
     def add_session(self, started_at: float, turns: list[dict[str, Any]]) -> None:
         """Each turn through ``sync_turn`` with its speaker, the session date and dia_id."""
@@ -61,7 +62,11 @@ class HolographicIndex:
             self.ingest_ms.append((time.perf_counter() - start) * 1000)
 
     def search(self, query: str, k: int) -> list[str]:
-        """The turns of the provider's recall (``recall_items``), as dia_ids."""
+        """The turns of the provider's recall (``recall_items``), as dia_ids (once the
+        background writer has stored every turn's vector, when there is a model)."""
+        turns = self.provider.turns
+        if not self._flushed and turns is not None:
+            self._flushed = turns.flush_vectors(600)
         _, hits = self.provider.recall_items(query)
         return [h.source_id for h in hits[:k]]
 
@@ -84,6 +89,7 @@ def _collect(data: list[dict[str, Any]], sessions_of: Callable[..., Any],
             for n, (started, turns) in enumerate(sessions_of(conv)):
                 index.add_turns([TurnInput(f"s{n}", str(t["speaker"]), str(t["text"]), started,
                                            str(t["dia_id"])) for t in turns])
+            index.flush_vectors(600)
             for qa in conv["qa"]:
                 gold = evidence(qa)
                 if gold:
@@ -177,6 +183,9 @@ def scale(
                 copy += 1
                 if stored >= total:
                     break
+        start = time.perf_counter()
+        index.flush_vectors()
+        vectors_s = time.perf_counter() - start
         latencies = []
         for n, q in enumerate(questions):
             start = time.perf_counter()
@@ -187,4 +196,5 @@ def scale(
     return {"turns": stored, "ingest_turns_per_s": round(stored / spent),
             "ingest_ms_per_turn": round(spent * 1000 / stored, 3),
             "query_ms": percentiles(latencies), "bytes_per_turn": round(size / stored),
+            "vectors_wait_s": round(vectors_s, 1),
             "cpus": os.cpu_count()}

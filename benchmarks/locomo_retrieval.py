@@ -194,6 +194,10 @@ def run(backend: str, data_path: Path) -> dict[str, Any]:
         ingest.extend(getattr(index, "ingest_ms", []))
         index.close()
     report: dict[str, Any] = {"backend": backend, "data": str(data_path)}
+    if backend == "holographic":
+        from memoryport.storage.turns import vectors
+
+        report["embeddings"] = vectors.status()
     if ingest:
         report["ingest_ms_per_turn"] = _holo.percentiles(ingest)
     report["cat1-4"] = _aggregate([r for c in (1, 2, 3, 4) for r in per_cat.get(c, [])])
@@ -227,7 +231,8 @@ def _slice(
 
 
 def _print(report: dict[str, Any]) -> None:
-    print(f"backend: {report['backend']}")
+    print(f"backend: {report['backend']}"
+          + (f" (dense vectors: {report['embeddings']})" if "embeddings" in report else ""))
     print(
         f"{'slice':11} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6} {'nDCG':>6} "
         f"{'p50ms':>7} {'p95ms':>7}"

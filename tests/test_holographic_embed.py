@@ -23,8 +23,9 @@ from click.testing import CliRunner
 
 from memoryport.cli import main
 from memoryport.providers.holographic import HolographicProvider
-from memoryport.storage.turns import TurnIndex, TurnInput, distill, vectors
+from memoryport.storage.turns import TurnIndex, TurnInput, Weights, distill, vectors
 from memoryport.storage.turns.encoder import MiniLM, read_safetensors
+from memoryport.storage.turns.rank import DENSE_WEIGHTS
 
 WORDS = ["i", "bought", "a", "car", "automobile", "purchase", "we", "went", "hiking",
          "mountains", "trail", "my", "dog", "puppy", "likes", "the", "park", "work",
@@ -202,19 +203,37 @@ def _turns() -> list[TurnInput]:
 
 
 def test_dense_candidates_find_a_turn_that_shares_no_word(
-    tmp_path: Path, synonym_model: Path
+    tmp_path: Path, synonym_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """"automobile purchase" matches no stored word: without vectors nothing is found;
-    with them the car turn is a candidate (nearest by cosine) and ranks first."""
+    with dense candidates on (``DENSE_DEPTH``; off by default, as LoCoMo did not gain) the
+    car turn is one (nearest by cosine) and ranks first."""
     assert vectors.status() == "ready"
     with TurnIndex(tmp_path / "t.db") as index:
-        assert isinstance(index.embedder, MiniLM)
+        assert isinstance(index.embedder, MiniLM) and index.weights == DENSE_WEIGHTS
         index.add_turns(_turns())
         assert index.flush_vectors(60)
+        assert vectors.DENSE_DEPTH == 0 and index.search("automobile purchase?") == []
+        monkeypatch.setattr(vectors, "DENSE_DEPTH", 2)
         hits = index.search("automobile purchase?")
-        assert hits and hits[0].source_id == "D1:1"
+        assert [h.source_id for h in hits][:1] == ["D1:1"] and len(hits) == 2
     with TurnIndex(tmp_path / "t.db", dense=False) as plain:
-        assert plain.search("automobile purchase?") == []
+        assert plain.weights == Weights() and plain.search("automobile purchase?") == []
+
+
+def test_the_dense_signal_reranks_lexical_candidates(
+    tmp_path: Path, synonym_model: Path
+) -> None:
+    """Two turns match "Bob" alike (same length: equal BM25, the older first); the one
+    closest in meaning to the question (cars bought) comes first only with the model."""
+    turns = [TurnInput("s1", "Bob", "Bob went hiking.", 1.7e9, "D1:0"),
+             TurnInput("s2", "Bob", "Bob bought cars.", 1.7e9, "D2:0")]
+    with TurnIndex(tmp_path / "r.db") as index:
+        index.add_turns(turns)
+        assert index.flush_vectors(60)
+        assert [h.source_id for h in index.search("Bob automobile purchase")] == ["D2:0", "D1:0"]
+    with TurnIndex(tmp_path / "r.db", dense=False) as plain:
+        assert [h.source_id for h in plain.search("Bob automobile purchase")] == ["D1:0", "D2:0"]
 
 
 class _Gate:
@@ -294,15 +313,15 @@ def test_the_provider_recalls_through_the_installed_model(
 ) -> None:
     provider = _provider(tmp_path / "home")
     try:
-        for n, (who, text) in enumerate(TURNS):
-            provider.sync_turn(text, "", session_id="conv", speaker=who, timestamp=1.7e9,
-                               source_id=f"D1:{n}")
+        for n, text in enumerate(("Bob went hiking.", "Bob bought cars.")):
+            provider.sync_turn(text, "", session_id=f"conv{n}", speaker="Bob",
+                               timestamp=1.7e9, source_id=f"D{n}:0")
         deadline = time.monotonic() + 60
         found: list[str] = []
-        while time.monotonic() < deadline and "D1:1" not in found:  # vectors come after
-            found = [h.source_id for h in provider.recall_items("automobile purchase?")[1]]
+        while time.monotonic() < deadline and found[:1] != ["D1:0"]:  # vectors come after
+            found = [h.source_id for h in provider.recall_items("Bob automobile purchase")[1]]
             time.sleep(0.05)
-        assert found[:1] == ["D1:1"]
+        assert found == ["D1:0", "D0:0"]
     finally:
         provider.shutdown()
 

@@ -28,6 +28,7 @@ from memoryport.storage.sqlite_wal import enable_wal
 from memoryport.storage.timeexpr import has_time_words
 from memoryport.storage.turns import schema, vectors
 from memoryport.storage.turns.rank import (
+    DENSE_WEIGHTS,
     Components,
     Weights,
     asks_for_name,
@@ -152,8 +153,8 @@ class TurnIndex:
         (:func:`vectors.load_default`); ``dense=False`` ranks without vectors.
         """
         self.path = Path(path)
-        self.weights = weights or Weights()
         self.embedder = embedder if embedder is not None or not dense else vectors.load_default()
+        self.weights = weights or (DENSE_WEIGHTS if self.embedder is not None else Weights())
         in_memory = str(path) == ":memory:"
         if not in_memory:
             create_private_file(self.path)
