@@ -181,30 +181,47 @@ class FactLoader:
                     (name, top, name))
 
     def insert(self, cur: Cursor, table: str, rows: Sequence[Row], keep: bool) -> list[int]:
-        """Insert ``rows`` into ``table`` (their ids kept when ``keep`` and free);
-        return the new ids in order."""
-        out: list[int] = []
-        for row in rows:
-            values = {k: v for k, v in row.items() if k in self.columns[table]}
-            if not keep:
-                values.pop("id", None)
-            found = self._insert_one(cur, table, values, keep and "id" in values)
-            if found is None:  # the id is taken: a new one
-                values.pop("id", None)
+        """Insert ``rows`` into ``table`` (their ids kept when ``keep`` and free), pipelined
+        (one round trip per batch of rows with the same columns); return the new ids in
+        order."""
+        values = [{k: v for k, v in row.items() if k in self.columns[table]
+                   and (keep or k != "id")} for row in rows]
+        out: list[int | None] = [None] * len(values)
+        shapes: dict[tuple[str, ...], list[int]] = {}
+        for n, value in enumerate(values):
+            shapes.setdefault(tuple(value), []).append(n)
+        for names, picked in shapes.items():
+            found = self._insert_many(cur, table, names, [values[n] for n in picked])
+            for n, new in zip(picked, found, strict=True):
+                out[n] = new
+        kept = [new for new in out if new is not None]
+        if kept:
+            self.max_ids[table] = max(self.max_ids.get(table, 0), *kept)
+        for n, new in enumerate(out):
+            if new is None:  # the id is taken: a new one
                 self.sync_sequence(cur, table)
-                found = self._insert_one(cur, table, values, False)
-            out.append(int(found or 0))
-            self.max_ids[table] = max(self.max_ids.get(table, 0), out[-1])
-        return out
+                rest = {k: v for k, v in values[n].items() if k != "id"}
+                out[n] = self._insert_many(cur, table, tuple(rest), [rest])[0]
+        ids = [int(new or 0) for new in out]
+        if ids:
+            self.max_ids[table] = max(self.max_ids.get(table, 0), *ids)
+        return ids
 
-    def _insert_one(self, cur: Cursor, table: str, values: Row, on_id: bool) -> int | None:
+    def _insert_many(self, cur: Cursor, table: str, names: tuple[str, ...],
+                     values: list[Row]) -> list[int | None]:
+        """The id each row got (None: its kept id was taken and nothing was inserted)."""
         query = sql.SQL("INSERT INTO {t} ({c}) VALUES ({v}){conflict} RETURNING id").format(
             t=sql.Identifier(self.schema, table),
-            c=sql.SQL(", ").join(map(sql.Identifier, values)),
-            v=sql.SQL(", ").join(sql.Placeholder() * len(values)),
-            conflict=sql.SQL(" ON CONFLICT (id) DO NOTHING" if on_id else ""))
-        row = cur.execute(query, list(values.values())).fetchone()
-        return None if row is None else int(row[0])
+            c=sql.SQL(", ").join(map(sql.Identifier, names)),
+            v=sql.SQL(", ").join(sql.Placeholder() * len(names)),
+            conflict=sql.SQL(" ON CONFLICT (id) DO NOTHING" if "id" in names else ""))
+        cur.executemany(query, [list(v.values()) for v in values], returning=True)
+        found: list[int | None] = []
+        while True:
+            row = cur.fetchone()
+            found.append(None if row is None else int(row[0]))
+            if not cur.nextset():
+                return found
 
 
 class _Group:
@@ -225,13 +242,13 @@ class _Group:
         lock_user(cur, FACTS_LOCK, self.user)
         self._entities()
         self._facts()
-        for link in self.group.links:
-            fact = self.facts.get(int(link["fact_id"]))
-            entity = self.entities.get(int(link["entity_id"]))
-            if fact is not None and entity is not None:
-                cur.execute(sql.SQL("INSERT INTO {s}.fact_entities (fact_id, entity_id)"
+        pairs = [(self.facts.get(int(link["fact_id"])), self.entities.get(
+            int(link["entity_id"]))) for link in self.group.links]
+        found = [pair for pair in pairs if None not in pair]
+        if found:
+            cur.executemany(sql.SQL("INSERT INTO {s}.fact_entities (fact_id, entity_id)"
                                     " VALUES (%s, %s) ON CONFLICT DO NOTHING").format(s=s),
-                            (fact, entity))
+                            found)
         self._revisions()
         shared = postgres_sql.PgConnection(self.loader.conn, self.user, self.loader.schema)
         postgres_sql.index_dirty(shared)
@@ -264,23 +281,27 @@ class _Group:
 
     def _facts(self) -> None:
         existing = self._existing()
+        fresh: list[Row] = []
         for row in self.group.facts:
-            old = int(row["id"])
             match = next((fid for fid, live, recorded in existing.get(
                 str(row.get("content_hash")), [])
                 if (live and row.get("retired_at") is None) or recorded == row.get(
                     "recorded_at")), None)
-            if match is not None:
-                self.facts[old] = match
-                self.skipped += 1
+            if match is None:
+                fresh.append(row)
             else:
-                (new,) = self.loader.insert(self.cur, "facts", [{**row, "superseded_by": None}],
-                                            self.loader.keep_ids)
-                self.facts[old] = new
-                self.written.append(new)
+                self.facts[int(row["id"])] = match
+                self.skipped += 1
+        ids = self.loader.insert(self.cur, "facts",
+                                 [{**row, "superseded_by": None} for row in fresh],
+                                 self.loader.keep_ids)
+        for row, new in zip(fresh, ids, strict=True):
+            self.facts[int(row["id"])] = new
+            self.written.append(new)
+        for row in self.group.facts:
             target = row.get("superseded_by")
             if target is not None:
-                self.supersede.append((self.user, self.facts[old], int(target)))
+                self.supersede.append((self.user, self.facts[int(row["id"])], int(target)))
 
     def _revisions(self) -> None:
         written = set(self.written)
