@@ -138,13 +138,14 @@ def _trigram_ranked(
     """Every CJK match by occurrence score (ties: newest first), kept in scope."""
     needles = [t.text for t in iter_terms(parsed.root, negated=False)]
     score, score_params = _occurrence_score(needles)
-    query = sql.SQL(f"SELECT m.id, {{score}} FROM {{s}}.{SEARCH_VIEW} m WHERE {{where}}").format(
-        score=score, s=schema, where=sql.SQL(match[0])
-    )
+    query = sql.SQL(
+        f"SELECT m.id, {{score}}, m.session_id, m.role FROM {{s}}.{SEARCH_VIEW} m WHERE {{where}}"
+    ).format(score=score, s=schema, where=sql.SQL(match[0]))
     rows = cur.execute(query, [*score_params, *match[1]]).fetchall()
-    ordered = sorted(((int(i), float(v)) for i, v in rows), key=lambda r: (-r[1], -r[0]))
+    owners = {int(r[0]): (str(r[2]), str(r[3])) for r in rows}
+    ordered = sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda r: (-r[1], -r[0]))
     scores.update(ordered)
-    return rank.keep_in_scope(cur, schema, ordered, scope, need)
+    return rank.keep_in_scope(cur, schema, ordered, scope, need, owners)
 
 
 def _ordered(
@@ -182,7 +183,7 @@ def _walk_by_time(
     ``messages_time`` index, never a plan chosen from a misjudged match count."""
     op, direction = ("<", "DESC") if newest else (">", "ASC")
     query = sql.SQL(
-        f"SELECT m.id, m.timestamp, ({{w}}) FROM {{s}}.{SEARCH_VIEW} m"
+        f"SELECT m.id, m.timestamp, ({{w}}), m.session_id, m.role FROM {{s}}.{SEARCH_VIEW} m"
         " WHERE (m.timestamp, m.id) {op} (%s, %s)"
         " ORDER BY m.timestamp {d}, m.id {d} LIMIT %s"
     ).format(w=sql.SQL(match[0]), s=schema, op=sql.SQL(op), d=sql.SQL(direction))
@@ -194,7 +195,8 @@ def _walk_by_time(
         if not rows:
             break
         matched = [(int(r[0]), 0.0) for r in rows if r[2]]
-        kept.extend(rank.keep_in_scope(cur, schema, matched, scope, len(matched)))
+        owners = {int(r[0]): (str(r[3]), str(r[4])) for r in rows if r[2]}
+        kept.extend(rank.keep_in_scope(cur, schema, matched, scope, len(matched), owners))
         bound = (float(rows[-1][1]), int(rows[-1][0]))
         if len(rows) < chunk:
             break
