@@ -202,3 +202,36 @@ def test_a_refused_chunk_lands_nothing_and_a_rerun_finishes(
     report = copy_holographic(home, pg_server.uri, chunk_facts=2)
     assert (report.facts, report.facts_skipped, report.turns) == (1, 5, 5)
     assert _rows(pg_server.uri, profile, "SELECT count(*) FROM {s}.facts") == [(6,)]
+
+
+def test_an_id_taken_meanwhile_gets_a_new_one(
+        tmp_path: Path, pg_server: pgserver.PgServer, profile: str) -> None:
+    """Into a schema whose sequences were never used but where another host wrote a row
+    with an id of its own: the ids still free are kept, the taken one gets a new id with
+    its links and history, and a fact added afterwards takes no kept id."""
+    home = _home(tmp_path, profile)
+    before = _sqlite_facts(home, "ann")
+    PostgresFactStore(pg_server.uri, schema=schema_for(profile)).close()
+    _rows(pg_server.uri, profile, "INSERT INTO {s}.facts (id, user_id, content, content_hash,"
+          " recorded_at, updated_at, indexed) VALUES (1, 'zed', 'Zed was here', 'zed', 0, 0,"
+          " true) RETURNING id")
+    report = copy_holographic(home, pg_server.uri, chunk_facts=2)
+    assert (report.facts, report.kept_ids) == (6, True)
+    store = _pg_store(pg_server.uri, profile, "ann")
+    try:
+        after = {f["content"]: f for f in (x.to_dict() for x in store.list_facts(
+            limit=100, include_retired=True))}
+        assert set(after) == {f["content"] for f in before}
+        moved = [f for f in before if after[f["content"]]["fact_id"] != f["fact_id"]]
+        assert [f["fact_id"] for f in moved] == [1]
+        vim = after["Ann prefers vim as her editor"]
+        assert [f.content for f in store.chain(vim["fact_id"])][-1] == (
+            "Ann prefers emacs as her editor")
+        assert [r.action for r in store.revisions(vim["fact_id"])] == ["add", "retire"]
+        assert "Ann" in vim["entities"]
+        new = store.add(FactInput("Ann collects stamps")).fact.id
+        assert new > max(f["fact_id"] for f in after.values())
+    finally:
+        store.close()
+    assert _rows(pg_server.uri, profile, "SELECT content FROM {s}.facts WHERE id = 1") == [
+        ("Zed was here",)]

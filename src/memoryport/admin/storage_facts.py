@@ -113,6 +113,12 @@ def _sessions(conn: sqlite3.Connection) -> Iterator[list[Any]]:
                for r in group]
 
 
+def _top_ids(conn: sqlite3.Connection, present: set[str]) -> dict[str, int]:
+    """The highest id of each fact-store table with ids (kept on the way in)."""
+    return {t: int(conn.execute(f"SELECT coalesce(max(id), 0) FROM {t}").fetchone()[0])
+            for t in ("facts", "entities", "fact_revisions") if t in present}
+
+
 def copy_holographic(home: Path, dsn: str, *, progress: Progress | None = None,
                      chunk_facts: int = CHUNK_FACTS) -> HolographicCopyReport:
     """Copy ``<home>/holographic.db`` into the PostgreSQL database at ``dsn`` (see the
@@ -150,7 +156,7 @@ def _copy(source: sqlite3.Connection, dsn: str, schema: str, progress: Progress 
         index.close()
         raise StoreError(f"cannot copy the fact store: {exc}") from exc
     try:
-        loader = FactLoader(conn, schema)
+        loader = FactLoader(conn, schema, reserve=_top_ids(source, present))
         if "facts" in present:
             total = int(source.execute("SELECT count(*) FROM facts").fetchone()[0])
             done = 0

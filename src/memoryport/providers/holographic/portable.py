@@ -408,7 +408,11 @@ def _import_pg(dsn: str, schema: str, directory: Path, source: str) -> dict[str,
     where = f"{describe_dsn(dsn)} (schema {schema})"
     try:
         with psycopg.connect(dsn, autocommit=True, application_name="memoryport") as conn:
-            loader = FactLoader(conn, schema, source=source)
+            top = {g: max((int(r["id"]) for group in groups for r in getattr(group, name)),
+                          default=0)
+                   for g, name in (("facts", "facts"), ("entities", "entities"),
+                                   ("fact_revisions", "revisions"))}
+            loader = FactLoader(conn, schema, source=source, reserve=top)
             loader.load(groups)
     except (psycopg.Error, KeyError, TypeError, ValueError) as exc:
         raise StoreError(f"cannot import facts into {where}: {exc}; nothing was imported"

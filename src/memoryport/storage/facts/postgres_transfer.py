@@ -11,8 +11,10 @@ left out on the way out and filled in on the way in).
 write lock, with the postings indexed before it commits:
 
 * into a schema that has never held a fact, entity or revision (its identity sequences
-  unused), every row keeps its id (a row whose id another host took meanwhile gets a
-  new one) and nothing is compared: the copy is exact;
+  unused), every row keeps its id and nothing is compared: the copy is exact. The
+  sequences are first moved past the source's highest ids (``reserve``), so rows other
+  hosts add meanwhile take none of them (a row whose id was taken anyway, written with
+  an explicit id, gets a new one);
 * otherwise rows are merged as the SQLite import merges them: a fact already there (the
   same live statement of the same user, or the same statement recorded at the same
   time) is skipped, an entity with the same key is reused, the others get new ids with
@@ -107,19 +109,22 @@ class FactLoader:
     autocommit connection the loader uses for its transactions."""
 
     def __init__(self, conn: psycopg.Connection[Any], schema: str, *,
-                 source: str | None = None) -> None:
+                 source: str | None = None, reserve: dict[str, int] | None = None) -> None:
         self.conn, self.schema, self.source = conn, schema, source
         self._s = sql.Identifier(schema)
         conn.execute(sql.SQL("SET search_path TO {}").format(self._s))
-        with conn.cursor() as cur:
-            self.columns = {t: set(_columns(cur, schema, t)) for t in TABLES}
-            self.keep_ids = all(self._last_id(cur, t) is None for t in _IDENTITY)
         self.fact_ids: dict[int, int] = {}
         self.entity_ids: dict[int, int] = {}
         self.pending: list[tuple[str, int, int]] = []  # (user, fact, superseded_by old id)
         self.max_ids: dict[str, int] = {}
         self.written = 0
         self.skipped = 0
+        with conn.transaction(), conn.cursor() as cur:
+            self.columns = {t: set(_columns(cur, schema, t)) for t in TABLES}
+            self.keep_ids = all(self._last_id(cur, t) is None for t in _IDENTITY)
+            if self.keep_ids and reserve:  # new rows from now on take ids past the source's
+                self.max_ids.update({t: top for t, top in reserve.items() if t in _IDENTITY})
+                self._bump_sequences(cur)
 
     def _last_id(self, cur: Cursor, table: str) -> int | None:
         row = cur.execute("SELECT pg_sequence_last_value(pg_get_serial_sequence(%s, 'id'))",
