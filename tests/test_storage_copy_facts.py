@@ -107,6 +107,11 @@ def test_cli_copy_moves_facts_and_turns_and_recall_finds_them(
 
     home = _home(tmp_path, profile)
     before = {user: _sqlite_facts(home, user) for user in ("ann", "bo")}
+    queries = ("which editor does Ann prefer", "what tea", "when does the deploy run",
+               "who did we meet last Friday", "bees")
+    lite = FactStore(home / "holographic.db", user_id="ann")
+    recalled = [[(f.id, f.content) for f in lite.search(q)] for q in queries]
+    lite.close()
     runner = CliRunner()
     result = runner.invoke(main, ["--home", str(home), "storage", "copy", "--to",
                                   pg_server.uri, "--switch", "--json"])
@@ -128,6 +133,9 @@ def test_cli_copy_moves_facts_and_turns_and_recall_finds_them(
             "Ann prefers vim as her editor", "Ann prefers emacs as her editor"]
         assert [r.action for r in store.revisions(vim)] == ["add", "retire"]
         assert store.search("which tea")[0].content == "Ann's favorite tea is sencha"
+        assert [[(f.id, f.content) for f in store.search(q)] for q in queries] == recalled
+        assert any(recalled)  # (scores differ in the last digits: BM25's statistics
+        # are the user's on PostgreSQL, the whole file's on SQLite)
     finally:
         store.close()
     assert _rows(pg_server.uri, profile, "SELECT model, length(vec::text) > 0 FROM"
