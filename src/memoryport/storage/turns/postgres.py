@@ -432,7 +432,7 @@ class PostgresTurnIndex(base.TurnIndex):
         by vector not among them, nearest first, ties by id (as the SQLite index's
         in-memory search): pgvector's inner product in SQL, else the stored float32
         vectors scored here."""
-        if self.embedder is None:
+        if self.embedder is None or vectors.DENSE_DEPTH <= 0:
             return rows
         qvec, name = self._query_vector(query), self.embedder.name
         with self._lock:
