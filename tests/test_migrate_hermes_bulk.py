@@ -162,17 +162,18 @@ def test_reader_process_passes_batches_errors_and_stops(tmp_path: Path) -> None:
     todo = [(f"s{i:05d}", None, 0, PER_SESSION) for i in range(12)]
     with HermesDB(path) as db:
         inline = list(plain_batches(db, todo, 50))
-    ahead = [[(r, [(*m, derive(m[1], m[6], m[3], m[7])) for m in ms], b) for r, ms, b in batch]
-             for batch in inline]  # fmt: skip
-    assert list(read_in_process(path, todo, 50)) == ahead  # with what the store derives
-    assert [len(b) for b in inline] == [3, 3, 3, 3]  # whole sessions, ~50 messages each
-    with pytest.raises(IndexError):  # raised in the reader, re-raised here
-        list(read_in_process(path, [*todo[:4], ("missing", None, 0, 1)], 50))
-    batches = read_in_process(path, todo, 20)
-    assert next(batches) == ahead[0][:1]
-    batches.close()  # stops the reader before returning
-    with pytest.raises(StoreError, match="cannot read the Hermes database"):
-        list(read_in_process(tmp_path / "nothing.db", todo, 20))
+        ahead = [[(r, [(*m, derive(m[1], m[6], m[3], m[7])) for m in ms], b)
+                  for r, ms, b in batch] for batch in inline]  # fmt: skip
+        assert list(read_in_process(db, todo, 50)) == ahead  # with what the store derives
+        assert [len(b) for b in inline] == [3, 3, 3, 3]  # whole sessions, ~50 messages each
+        with pytest.raises(IndexError):  # raised in the reader, re-raised here
+            list(read_in_process(db, [*todo[:4], ("missing", None, 0, 1)], 50))
+        batches = read_in_process(db, todo, 20)
+        assert next(batches) == ahead[0][:1]
+        batches.close()  # stops the reader before returning
+        path.rename(tmp_path / "moved.db")  # the reader opens the path: gone
+        with pytest.raises(StoreError, match="cannot read the Hermes database"):
+            list(read_in_process(db, todo, 20))
 
 
 def test_sync_sessions_creates_grows_and_refuses_an_unknown_parent(store: SessionStore) -> None:
@@ -228,3 +229,19 @@ def test_archive_import_keeps_free_ids_and_renumbers_taken_ones(tmp_path: Path) 
         c.append_messages("s1", [MessageInput("user", "apple 3")])
         assert [m.id for m in c.get_messages("s1")] == [1, 2, 3, 4]
         c.check_index()
+
+
+def test_without_a_python_to_start_the_reader_imports_inline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryport.admin.migrate import hermes_sessions
+
+    monkeypatch.setattr(hermes_sessions, "INLINE_MESSAGES", 0)
+    monkeypatch.setattr(hermes_sessions, "BATCH_MESSAGES", 50)
+    monkeypatch.setattr(sys, "executable", "")  # an embedded interpreter
+    source, home = tmp_path / "hermes", tmp_path / "home"
+    source.mkdir()
+    total = build_big(source / "state.db", 10)
+    report = migrate_hermes(home, HermesOptions(source=source))
+    assert report.counts["messages"] == total
+    assert_whole(home, total, 10)

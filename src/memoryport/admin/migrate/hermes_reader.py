@@ -135,23 +135,30 @@ def _report(out: IO[bytes], exc: BaseException) -> None:
 
 
 def read_in_process(
-    path: Path, todo: list[Todo], size: int
+    db: HermesDB, todo: list[Todo], size: int
 ) -> Generator[list[PlainEntry], None, None]:
-    """:func:`plain_batches` read by a separate Python process, one batch ahead (the pipe
-    holds about one). An error in the reader is raised here; closing the iterator early
-    (or an error in the consumer) stops the reader before this returns."""
+    """:func:`plain_batches` of ``db`` read by a separate Python process (opening the same
+    file), one batch ahead (the pipe holds about one); read inline when no process can be
+    started here. An error in the reader is raised here; closing the iterator early (or
+    an error in the consumer) stops the reader before this returns."""
     root = str(Path(__file__).resolve().parents[3])  # where this memoryport is imported from
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [root, *filter(None, [os.environ.get("PYTHONPATH")])])}  # fmt: skip
-    reader = subprocess.Popen(
-        [sys.executable, "-c", f"from {__name__} import reader_main; reader_main()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-    )  # fmt: skip
+    try:
+        if not sys.executable:
+            raise OSError("no Python executable to start")
+        reader = subprocess.Popen(
+            [sys.executable, "-c", f"from {__name__} import reader_main; reader_main()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+        )  # fmt: skip
+    except OSError:  # an embedded interpreter, a sandbox without fork: read inline
+        yield from plain_batches(db, todo, size)
+        return
     assert reader.stdin is not None and reader.stdout is not None
     finished = False
     try:
         with reader.stdin:
-            pickle.dump((str(path), todo, size), reader.stdin)
+            pickle.dump((str(db.path), todo, size), reader.stdin)
         while True:
             try:
                 kind, value = pickle.load(reader.stdout)

@@ -117,8 +117,8 @@ def import_sessions(
     if progress is not None:
         progress("importing", done, total)
     wanted = sum(t[3] - t[2] for t in todo)
-    reader = plain_batches(db, todo, size) if wanted <= INLINE_MESSAGES else read_in_process(
-        db.path, todo, size)  # fmt: skip
+    read = plain_batches if wanted <= INLINE_MESSAGES else read_in_process
+    reader = read(db, todo, size)
     with closing(reader) as batches:
         for batch in batches:
             counts.add(batch, store.sync_sessions(_entries(batch)))
