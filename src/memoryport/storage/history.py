@@ -171,6 +171,7 @@ class HistoryLog:
         self.max_age_days = max_age_days
         self.max_revisions = max_revisions
         self._cached: tuple[tuple[int, ...], int, Revision | None] | None = None
+        self._young_until = 0.0
 
     @classmethod
     def beside(cls, live_file: Path, **retention: Any) -> HistoryLog:
@@ -309,20 +310,27 @@ class HistoryLog:
         among the last ``max_revisions``. Returns how many were dropped. Caller holds the
         live file's lock (or nothing else writes)."""
         now = time.time() if now is None else now
+        if now < self._young_until:  # the oldest line past the last N was young then
+            return 0
         try:
             raw_lines = self.path.read_bytes().split(b"\n")[:-1]
         except FileNotFoundError:
             return 0
         keep_from = max(0, len(raw_lines) - self.max_revisions)
-        cutoff = now - self.max_age_days * 86400
+        age = self.max_age_days * 86400
         kept: list[bytes] = []
+        oldest = now
         for index, line in enumerate(raw_lines):
             if index >= keep_from:
                 kept.extend(raw_lines[index:])
                 break
             ts = _line_ts(line)
-            if ts is not None and ts >= cutoff:
+            if ts is not None and ts >= now - age:
                 kept.append(line)
+                oldest = min(oldest, ts)
+        # Until the oldest line kept for its age gets old, nothing can be dropped (later
+        # lines are younger): the next prunes in this process read nothing.
+        self._young_until = oldest + age if len(kept) > len(raw_lines) - keep_from else 0.0
         dropped = len(raw_lines) - len(kept)
         if dropped:
             self._cached = None
