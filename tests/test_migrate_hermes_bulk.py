@@ -162,7 +162,7 @@ def test_reader_process_passes_batches_errors_and_stops(tmp_path: Path) -> None:
     todo = [(f"s{i:05d}", None, 0, PER_SESSION) for i in range(12)]
     with HermesDB(path) as db:
         inline = list(plain_batches(db, todo, 50))
-        ahead = [[(r, [(*m, derive(m[1], m[6], m[3], m[7])) for m in ms], b)
+        ahead = [[(r, [(*m, derive(m[1], m[6], m[3])) for m in ms], b)
                   for r, ms, b in batch] for batch in inline]  # fmt: skip
         assert list(read_in_process(db, todo, 50)) == ahead  # with what the store derives
         assert [len(b) for b in inline] == [3, 3, 3, 3]  # whole sessions, ~50 messages each

@@ -4,9 +4,9 @@ Python process that stays one batch ahead of the writer (:func:`read_in_process`
 ``python -c`` child, so it never re-runs the caller's main module the way
 ``multiprocessing`` would).
 
-Why a process: reading and converting a row, and deriving what the store computes from it
-(JSON text, the CJK flag, the event windows of its words: ``rows.derive``), cost about as
-much as writing it, all of it Python holding the interpreter lock, and the writer
+Why a process: reading and converting a row, and deriving what the store computes from its
+words (the event windows, the CJK flag, tool calls as JSON text: ``rows.derive``), cost
+about as much as writing it, all of it Python holding the interpreter lock, and the writer
 releases and retakes that lock for every row it inserts. A reader thread therefore mostly
 delays the writer; a reader process runs on the other core and hands over each batch as
 one pickled message of ``PreparedMessage`` fields.
@@ -111,7 +111,7 @@ def reader_main() -> None:
     try:
         with HermesDB(Path(path)) as db:
             for batch in plain_batches(db, todo, size):
-                derived = [(record, [(*m, derive(m[1], m[6], m[3], m[7])) for m in messages],
+                derived = [(record, [(*m, derive(m[1], m[6], m[3])) for m in messages],
                             before) for record, messages, before in batch]  # fmt: skip
                 pickle.dump(("batch", derived), out, protocol=pickle.HIGHEST_PROTOCOL)
                 out.flush()

@@ -87,30 +87,28 @@ def dump_json(value: Any) -> str | None:
     return _encode(value)
 
 
-Derived = tuple["str | None", "str | None", int, tuple[tuple[float, float, str, str], ...]]
-"""What a store derives from a message to write it: its tool calls and its metadata as JSON
-text (:func:`dump_json`), its CJK flag (1/0) and the event windows its words resolve to
+Derived = tuple["str | None", int, tuple[tuple[float, float, str, str], ...]]
+"""What a store derives from a message's words to write it: its tool calls as JSON text
+(:func:`dump_json`), its CJK flag (1/0) and the event windows its words resolve to
 against its timestamp (start, end, precision, words each; ``temporal.event_rows``)."""
 
 
 @dataclass(frozen=True)
 class PreparedMessage(MessageInput):
     """A ``MessageInput`` carrying its :data:`Derived`, computed ahead by :func:`derive` (in
-    a reader thread or process), so the SQLite bulk write
-    (``sync_sessions``) spends none of its transaction on it; any other store reads it as
-    the plain message it is. ``derived`` must be ``derive`` of the same fields (None: not
-    computed, the store derives it)."""
+    a reader thread or process), so the SQLite bulk write (``sync_sessions``) spends none
+    of its transaction on it; any other store reads it as the plain message it is.
+    ``derived`` must be ``derive`` of the same fields (None: not computed, the store
+    derives it)."""
 
     derived: Derived | None = field(default=None, compare=False, repr=False)
 
 
-def derive(
-    content: str, timestamp: float, tool_calls: list[Any] | None, metadata: dict[str, Any]
-) -> Derived:
+def derive(content: str, timestamp: float, tool_calls: list[Any] | None) -> Derived:
     """:data:`Derived` of a message with these fields (its timestamp given)."""
     events = tuple(row[1:] for row in event_rows(0, content, timestamp)) if content else ()
     calls = None if tool_calls is None else dump_json(tool_calls)
-    return calls, dump_json(metadata), 1 if has_cjk(content) else 0, events
+    return calls, 1 if has_cjk(content) else 0, events
 
 
 def message_from_row(row: Sequence[Any], decode: TextCodec = _same) -> MessageRecord:

@@ -358,9 +358,9 @@ def _message_rows(
                          _json(m.metadata), 1 if has_cjk(m.content) else 0))  # fmt: skip
             events.append(None)
         else:
-            calls, metadata, cjk, found = derived
+            calls, cjk, found = derived
             rows.append((sid, m.role, m.content, m.timestamp, m.tool_name, calls,
-                         m.tool_call_id, m.reasoning, metadata, cjk))  # fmt: skip
+                         m.tool_call_id, m.reasoning, _json(m.metadata), cjk))  # fmt: skip
             events.append(found)
 
 
