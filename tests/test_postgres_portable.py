@@ -157,3 +157,46 @@ def test_a_malformed_archive_imports_nothing(
         assert store.count(include_retired=True) == 0
     finally:
         store.close()
+
+
+def test_an_application_role_imports_by_merging(
+        tmp_path: Path, pg_server: pgserver.PgServer, profiles: list[str]) -> None:
+    """A home whose DSN is an application role (table rights, no right to move the id
+    sequences) imports the archive by merging: every fact lands, under new ids where
+    needed, with its history; the policies bind the role throughout."""
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    from memoryport.storage.turns.postgres import PostgresTurnIndex
+
+    source = _sqlite_home(tmp_path / "a")
+    facts, _ = _export(source, tmp_path / "a.zip")
+    schema, role = schema_for(profiles[0]), f"mp_app_{uuid.uuid4().hex[:8]}"
+    PostgresFactStore(pg_server.uri, schema=schema).close()
+    PostgresTurnIndex(pg_server.uri, schema=schema, dense=False).close()
+    with psycopg.connect(pg_server.uri, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        for grant in ("GRANT USAGE ON SCHEMA {s} TO {r}",  # an application role's rights
+                      "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {s} TO {r}",
+                      "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {s} TO {r}"):
+            conn.execute(sql.SQL(grant).format(s=sql.Identifier(schema),
+                                               r=sql.Identifier(role)))
+    try:
+        app = _pg_home(tmp_path / "b", profiles[0], make_conninfo(pg_server.uri, user=role))
+        report = json.dumps(_run("--home", str(app), "import", str(tmp_path / "a.zip")))
+        assert "facts_imported 5" in report and "turns_imported 5" in report
+        store = PostgresFactStore(pg_server.uri, user_id="ann", schema=schema)
+        try:
+            contents = {f.content for f in store.list_facts(limit=50, include_retired=True)}
+            assert contents == {f["row"]["content"] for f in facts
+                                if f["table"] == "facts" and f["row"]["user_id"] == "ann"}
+            vim = next(f for f in store.list_facts(limit=50, include_retired=True)
+                       if "vim" in f.content)
+            assert [r.action for r in store.revisions(vim.id)] == ["add", "retire", "import"]
+        finally:
+            store.close()
+    finally:
+        with psycopg.connect(pg_server.uri, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

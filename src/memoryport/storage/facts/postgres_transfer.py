@@ -14,7 +14,8 @@ write lock, with the postings indexed before it commits:
   unused), every row keeps its id and nothing is compared: the copy is exact. The
   sequences are first moved past the source's highest ids (``reserve``), so rows other
   hosts add meanwhile take none of them (a row whose id was taken anyway, written with
-  an explicit id, gets a new one);
+  an explicit id, gets a new one). A role that may not move the sequences (an
+  application role) merges instead;
 * otherwise rows are merged as the SQLite import merges them: a fact already there (the
   same live statement of the same user, or the same statement recorded at the same
   time) is skipped, an entity with the same key is reused, the others get new ids with
@@ -121,10 +122,19 @@ class FactLoader:
         self.skipped = 0
         with conn.transaction(), conn.cursor() as cur:
             self.columns = {t: set(_columns(cur, schema, t)) for t in TABLES}
-            self.keep_ids = all(self._last_id(cur, t) is None for t in _IDENTITY)
+            self.keep_ids = all(self._last_id(cur, t) is None and self._may_set(cur, t)
+                                for t in _IDENTITY)
             if self.keep_ids and reserve:  # new rows from now on take ids past the source's
                 self.max_ids.update({t: top for t, top in reserve.items() if t in _IDENTITY})
                 self._bump_sequences(cur)
+
+    def _may_set(self, cur: Cursor, table: str) -> bool:
+        """Whether this role may move ``table``'s sequence (an application role may
+        not: it merges, as into a schema that holds facts)."""
+        row = cur.execute("SELECT has_sequence_privilege(pg_get_serial_sequence(%s, 'id'),"
+                          " 'UPDATE')", (sql.Identifier(self.schema, table).as_string(cur),)
+                          ).fetchone()
+        return bool(row and row[0])
 
     def _last_id(self, cur: Cursor, table: str) -> int | None:
         row = cur.execute("SELECT pg_sequence_last_value(pg_get_serial_sequence(%s, 'id'))",
