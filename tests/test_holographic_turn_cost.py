@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memoryport.errors import StoreError
-from memoryport.storage.turns import TurnHit, TurnIndex, TurnInput
+from memoryport.storage.turns import TurnHit, TurnIndex, TurnInput, schema
 from memoryport.storage.turns.rowcache import CATCH_UP_MAX
 
 WORDS = ("sqlite", "schema", "tea", "deadline", "pottery", "paris", "museum", "guitar", "vim",
@@ -126,3 +126,25 @@ def test_a_search_does_not_wait_for_a_write_in_progress(tmp_path: Path) -> None:
     assert {h.text for h in index.search("sqlite schema")} == {
         "the sqlite schema is settled", "sqlite schema version two"}
     index.close()
+
+
+def test_an_older_store_merges_its_word_indexes_two_at_a_time(tmp_path: Path) -> None:
+    """A store made before ``m004`` gets FTS5 ``automerge`` 2 when opened (a storage
+    matter: the index that merged and a fresh one rank its turns alike)."""
+    path = tmp_path / "holographic.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    schema.migrate(conn, stop_before="m004_fts_automerge")
+    conn.close()
+    rng = random.Random(3)
+    with TurnIndex(path, dense=False) as index:
+        index.add_turns([_turn(rng, f"s{i % 3}", None, START + i) for i in range(200)])
+        before = _key(index.search("sqlite tea museum", limit=15))
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        for table in ("turns_fts", "blocks_fts"):
+            assert conn.execute(f"SELECT v FROM {table}_config WHERE k = 'automerge'"
+                                ).fetchone() == (2,)
+        assert "m004_fts_automerge" in schema.applied(conn)
+    finally:
+        conn.close()
+    assert _key(_cold(path, "sqlite tea museum", None)) == before

@@ -544,17 +544,22 @@ class TurnIndex:
                 if (row[1], row[2]) in wanted:
                     rows.append(row)
                     wanted.discard((row[1], row[2]))
-        for key in sorted(wanted):  # in a cached block: there or not there
-            known, hit = cache.at(scope, *key)
-            if known:
-                wanted.discard(key)
-                if hit is not None:
-                    rows.append(hit)
-        if wanted:
-            rows += conn.execute(
-                f"SELECT {_T_COLUMNS}"
-                " FROM json_each(?) j CROSS JOIN turns t ON t.user_id = ?"
-                " AND t.session_id = j.value ->> 0 AND t.position = j.value ->> 1",
-                (json.dumps(sorted(wanted)), scope),
-            ).fetchall()
+        if wanted:  # the rest in (session, position) order: a cached block knows them
+            rest: dict[tuple[str, int], _Row] = {}
+            ask = []
+            for key in sorted(wanted):
+                known, hit = cache.at(scope, *key)
+                if not known:
+                    ask.append(key)
+                elif hit is not None:
+                    rest[key] = hit
+            if ask:
+                for row in conn.execute(
+                    f"SELECT {_T_COLUMNS}"
+                    " FROM json_each(?) j CROSS JOIN turns t ON t.user_id = ?"
+                    " AND t.session_id = j.value ->> 0 AND t.position = j.value ->> 1",
+                    (json.dumps(ask), scope),
+                ):
+                    rest[(row[1], row[2])] = row
+            rows += [rest[key] for key in sorted(rest)]
         return found + rows
