@@ -245,3 +245,19 @@ def test_without_a_python_to_start_the_reader_imports_inline(
     report = migrate_hermes(home, HermesOptions(source=source))
     assert report.counts["messages"] == total
     assert_whole(home, total, 10)
+
+
+def test_a_reader_process_that_dies_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryport.admin.migrate import hermes_sessions
+    from memoryport.errors import StoreError
+
+    monkeypatch.setattr(hermes_sessions, "INLINE_MESSAGES", 0)
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # starts, exits at once
+    source, home = tmp_path / "hermes", tmp_path / "home"
+    source.mkdir()
+    build_big(source / "state.db", 3)
+    with pytest.raises(StoreError, match=r"reader process ended unexpectedly \(exit code 1\)"):
+        migrate_hermes(home, HermesOptions(source=source))
+    assert stored_messages(home) == 0

@@ -18,7 +18,6 @@ first) and the count of messages before it, so memory holds one slice of it at a
 
 from __future__ import annotations
 
-import os
 import pickle
 import signal
 import subprocess
@@ -141,23 +140,22 @@ def read_in_process(
     file), one batch ahead (the pipe holds about one); read inline when no process can be
     started here. An error in the reader is raised here; closing the iterator early (or
     an error in the consumer) stops the reader before this returns."""
-    root = str(Path(__file__).resolve().parents[3])  # where this memoryport is imported from
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [root, *filter(None, [os.environ.get("PYTHONPATH")])])}  # fmt: skip
+    root = str(Path(__file__).resolve().parents[3])  # where this memoryport was imported from
+    code = (f"import sys; sys.path.append({root!r}); "  # last: only if not found otherwise
+            f"from {__name__} import reader_main; reader_main()")  # fmt: skip
     try:
         if not sys.executable:
             raise OSError("no Python executable to start")
         reader = subprocess.Popen(
-            [sys.executable, "-c", f"from {__name__} import reader_main; reader_main()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-        )  # fmt: skip
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
     except OSError:  # an embedded interpreter, a sandbox without fork: read inline
         yield from plain_batches(db, todo, size)
         return
     assert reader.stdin is not None and reader.stdout is not None
     finished = False
     try:
-        with reader.stdin:
+        with suppress(BrokenPipeError), reader.stdin:  # a reader that died says so below
             pickle.dump((str(db.path), todo, size), reader.stdin)
         while True:
             try:
