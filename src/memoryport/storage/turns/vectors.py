@@ -62,8 +62,9 @@ on LoCoMo dev neither half gained from it (top 20 / 50 with the dense weights, R
 conversations 0-3 0.713 / 0.777 and 0.714 / 0.775 against 0.713 / 0.777 without; 4-6
 0.750 / 0.817 and 0.744 / 0.814 against 0.756 / 0.817) — the turns it adds rank on the
 dense signal alone, under the lexical candidates (docs/holographic.md)."""
-WRITE_BATCH = 64
-"""Turns the background writer embeds per transaction."""
+WRITE_BATCH = 16
+"""Turns the background writer embeds per transaction (small: a search embedding its query
+waits less for the CPU the writer holds)."""
 SCAN_CHUNK = 2000
 """Turn ids the writer checks for a missing vector per read (keeps each lock hold short)."""
 _REQUIRED = ("numpy", "tokenizers")
