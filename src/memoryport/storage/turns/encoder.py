@@ -125,7 +125,7 @@ class MiniLM:
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         self.dim = int(config["hidden_size"])
         emb = "embeddings."
-        self.word = tensors[emb + "word_embeddings.weight"].astype(np.float32)
+        self.word = tensors[emb + "word_embeddings.weight"].astype(np.float32, copy=False)
         self.position = tensors[emb + "position_embeddings.weight"].astype(np.float32)
         self.token_type = tensors[emb + "token_type_embeddings.weight"][0].astype(np.float32)
         self.ln = (tensors[emb + "LayerNorm.weight"], tensors[emb + "LayerNorm.bias"])
