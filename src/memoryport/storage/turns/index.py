@@ -451,7 +451,7 @@ class TurnIndex:
         """``rows`` and the turns nearest the query by vector not among them
         (:data:`vectors.DENSE_DEPTH`; none without an embedder)."""
         dense = getattr(self, "_vectors", None)
-        if dense is None:
+        if dense is None or vectors.DENSE_DEPTH <= 0:
             return rows
         have = {r[0] for r in rows}
         extra = [i for i in dense.nearest(dense.query_vector(query), scope) if i not in have]

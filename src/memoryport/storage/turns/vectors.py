@@ -372,6 +372,8 @@ class DenseIndex:
         """Ids of the ``depth`` (default :data:`DENSE_DEPTH`) turns of ``scope`` nearest
         ``query``, nearest first."""
         depth = DENSE_DEPTH if depth is None else depth
+        if depth <= 0:
+            return []
         found = self._similarities(query, scope)
         if found is None or depth <= 0 or not found[0]:
             return []
