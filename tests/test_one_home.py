@@ -58,7 +58,7 @@ def _defines(tree: ast.Module, name: str) -> bool:
         ("API_KEYS", "turn.py"),
         ("DEFAULT_MEMORY_CHAR_LIMIT", "config/__init__.py"),
         ("DEFAULT_USER_CHAR_LIMIT", "config/__init__.py"),
-        ("AGENT_NOTES_MODES", "config/__init__.py"),
+        ("AGENT_NOTES_MODES", "config/limits.py"),
         ("curated_options", "providers/curated/store.py"),
     ],
 )

@@ -97,6 +97,9 @@ def test_memory_list_says_where_a_postgres_target_lives(
         as_json = runner.invoke(main, ["--home", str(home), "memory", "list", "--json"])
         assert as_json.exit_code == 0, as_json.output
         assert '"location": "postgresql://' in as_json.output and '"path": "' in as_json.output
+        status = runner.invoke(main, ["--home", str(home), "status", "--no-probe"])
+        assert "memoryport.curated_targets" in status.output, status.output
+        assert "hunter2" not in status.output and "memories/" not in status.output
         plain = tmp_path / "plain"
         files = runner.invoke(main, ["--home", str(plain), "memory", "list"])
         assert files.exit_code == 0 and str(plain / "memories" / "MEMORY.md") in files.output

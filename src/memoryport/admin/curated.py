@@ -101,7 +101,8 @@ def target_paths(store: CuratedMemory, target: str | None = None) -> dict[str, s
 
 
 def usage_summary(home: Path, settings: MemorySettings) -> dict[str, Any]:
-    """Per target: path, enabled, entry count and budget use (``memoryport status``).
+    """Per target: path, location (where it really lives), enabled, entry count and
+    budget use (``memoryport status``).
 
     An unreadable file is reported in ``entries`` as ``"unreadable: ..."``, not raised.
     """
@@ -116,6 +117,7 @@ def usage_summary(home: Path, settings: MemorySettings) -> dict[str, Any]:
             entries, used, limit, percent = f"unreadable: {exc}", 0, 0, 0
         targets[target] = {
             "path": str(store.path(target)),
+            "location": location(store, target),
             "enabled": store.is_enabled(target),
             "entries": entries,
             "used": used,

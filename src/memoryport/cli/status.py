@@ -25,7 +25,7 @@ def _print_builtin(data: dict[str, Any]) -> None:
         count = plural(entries, "entry") if isinstance(entries, int) else entries
         click.echo(
             f"  {target}{state}: {count}, {info['used']}/{info['limit']} "
-            f"chars ({info['percent']}%) - {info['path']}"
+            f"chars ({info['percent']}%) - {info.get('location', info['path'])}"
         )
 
 
