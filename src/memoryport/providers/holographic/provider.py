@@ -260,14 +260,17 @@ class HolographicProvider(MemoryProvider):
         store = self._writable()
         if store is None:
             return
-        self._flush_retrievals(store)
         stamp = kwargs.get("timestamp")
         timestamp = float(stamp) if isinstance(stamp, int | float) else time.time()
         session = session_id or self._context.session_id or "default"
         source_id = str(kwargs.get("source_id") or "")
         speaker = str(kwargs.get("speaker") or "user")
+        # The turns first: the next turn's recall opens with a fact search, which would
+        # wait for this write of the retrieval counts (the fact store has one connection)
+        # when no model call separates the turns (bench_turn --model-ms 0).
         self._store_turns(session, speaker, str(kwargs.get("assistant_speaker") or "assistant"),
                           user_content, assistant_content, timestamp, source_id)
+        self._flush_retrievals(store)
         if not self.settings.auto_extract:
             return
         provenance = Provenance(session, source_id, "turn", "extractor")
