@@ -13,6 +13,11 @@ messages, and one trivial in-process external provider.
 call, not timed), so background work (provider syncs) runs where it runs in an agent;
 with 0 (the default) each turn also pays for the previous turn's background work.
 
+``--preload-turns N`` also gives holographic N past turns (its own store: ``--preload``
+fills the session store only), in closed sessions of 100, through ``sync_turn`` like
+the messages ``--preload`` stores — they share a word with every measured message, as the
+measured turns do, so each recall scores all of them (the worst case for its cost).
+
 ``--compare`` runs the trivial provider and then the holographic one with the same
 settings and reports what holographic adds to the p50 (issue 12's goal: under 2 ms). The
 holographic row says whether dense vectors were on (the ``embeddings`` extra and its model
@@ -93,8 +98,17 @@ def seed_curated(memory: Memory) -> None:
         memory.call_tool("memory", {"action": "add", "target": target, "content": text})
 
 
+def preload_turns(provider: MemoryProvider, turns: int, per_session: int = 100) -> None:
+    """Give ``provider`` ``turns`` past turns (user and assistant pairs) in closed
+    sessions (setup only)."""
+    for n in range(0, turns, 2):
+        provider.sync_turn(f"message {n}: we talked about sqlite, tea and deadlines",
+                           f"message {n + 1}: noted, sqlite and tea",
+                           session_id=f"old-{n // per_session}")
+
+
 def run(turns: int, messages: int, holographic: bool = False,
-        model_ms: float = 0.0) -> dict[str, Any]:
+        model_ms: float = 0.0, past_turns: int = 0) -> dict[str, Any]:
     """Measure ``turns`` turns; return the JSON-ready result."""
     from memoryport.providers.holographic import HolographicProvider
 
@@ -106,6 +120,8 @@ def run(turns: int, messages: int, holographic: bool = False,
         memory.start_session(source="cli")
         seed_curated(memory)
         preload(memory, messages)
+        if holographic and past_turns:
+            preload_turns(provider, past_turns)
         for warm in range(20):
             memory.end_turn(memory.begin_turn(f"warm up {warm}"), "ok")
         samples: list[float] = []
@@ -127,6 +143,7 @@ def run(turns: int, messages: int, holographic: bool = False,
         memory.close()
     stats = summary_us(samples)
     result: dict[str, Any] = {"turns": turns, "preloaded_messages": messages,
+                              "preloaded_turns": past_turns if holographic else 0,
                               "goal_p50_ms": GOAL_P50_MS,
                               "provider": "holographic" if holographic else "localfacts",
                               "model_ms": model_ms}
@@ -142,7 +159,7 @@ def run(turns: int, messages: int, holographic: bool = False,
 
 def _row(result: dict[str, Any]) -> dict[str, Any]:
     row = {k: result[k] for k in ("provider", "model_ms", "turns", "preloaded_messages",
-                                  "p50_ms", "p95_ms", "p99_ms", "mean_ms",
+                                  "preloaded_turns", "p50_ms", "p95_ms", "p99_ms", "mean_ms",
                                   "cpu_per_turn_ms")}
     row["dense"] = result.get("dense", "")
     row["goal_p50_ms"] = f"< {GOAL_P50_MS}"
@@ -159,13 +176,15 @@ def main() -> None:
                         help="use the bundled holographic provider instead of the trivial one")
     parser.add_argument("--model-ms", type=float, default=0.0,
                         help="untimed wait standing for the model call in each turn")
+    parser.add_argument("--preload-turns", type=int, default=0,
+                        help="past turns given to holographic's own store before measuring")
     parser.add_argument("--compare", action="store_true",
                         help="run the trivial provider, then holographic; report the p50 added")
     args = parser.parse_args()
     title = "Memory overhead per turn (begin_turn + api_user_message + end_turn)"
     if args.compare:
         base = run(args.turns, args.preload, False, args.model_ms)
-        holo = run(args.turns, args.preload, True, args.model_ms)
+        holo = run(args.turns, args.preload, True, args.model_ms, args.preload_turns)
         print_table(title, [_row(base), _row(holo)])
         added = round(holo["p50_ms"] - base["p50_ms"], 3)
         ok = "yes" if added < GOAL_ADDED_MS else "NO"
@@ -174,7 +193,8 @@ def main() -> None:
                                                  "added_p50_ms": added,
                                                  "goal_added_ms": GOAL_ADDED_MS})
     else:
-        result = run(args.turns, args.preload, args.holographic, args.model_ms)
+        result = run(args.turns, args.preload, args.holographic, args.model_ms,
+                     args.preload_turns)
         print_table(title, [_row(result)])
         path = write_json("bench_turn_holographic" if args.holographic else "bench_turn",
                           {"result": result})
