@@ -174,6 +174,50 @@ def test_stdio_wire_reassembles_lines_split_anywhere() -> None:
     assert received.decode() == answer
 
 
+def test_stdio_session_streams_parse_lines_and_never_interleave_answers() -> None:
+    """The session reads the wire itself (a junk line becomes the parse error it answers)
+    and answers sent at once, each many PIPE_BUF writes long, arrive whole, one per line."""
+    from mcp.shared.message import SessionMessage
+    from mcp_types import JSONRPCResponse
+
+    from memoryport.mcp.stdio import LoopWire, WireReader, WireWriter
+
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    request = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    os.write(in_w, (json.dumps(request) + "\nnot json\n").encode())
+    os.close(in_w)
+    received = bytearray()
+
+    def drain() -> None:
+        while chunk := os.read(out_r, 1 << 16):
+            received.extend(chunk)
+
+    async def body() -> list[Any]:
+        wire = LoopWire(in_r, out_w)
+        items = [item async for item in WireReader(wire)]
+        writer = WireWriter(wire)
+        async with anyio.create_task_group() as tg:
+            for n in range(4):
+                answer = JSONRPCResponse(jsonrpc="2.0", id=n, result={"text": str(n) * 50_000})
+                tg.start_soon(writer.send, SessionMessage(answer))
+        os.close(out_w)
+        return items
+
+    thread = threading.Thread(target=drain)
+    thread.start()
+    try:
+        items = anyio.run(body)
+    finally:
+        thread.join(timeout=30)
+        os.close(in_r)
+        os.close(out_r)
+    assert items[0].message.method == "ping" and isinstance(items[1], Exception)
+    answers = [json.loads(line) for line in received.decode().splitlines()]
+    assert sorted(a["id"] for a in answers) == [0, 1, 2, 3]
+    assert all(a["result"]["text"] == str(a["id"]) * 50_000 for a in answers)
+
+
 def test_stdio_stray_output_goes_to_stderr_not_the_wire() -> None:
     script = (
         "import os, sys, anyio\n"

@@ -11,6 +11,12 @@ Like the SDK, while serving, fd 0 points at the null device and fd 1 at stderr, 
 output from a handler or a child process never corrupts the JSON-RPC stream; both are
 restored on exit. Framing is the SDK's: one JSON-RPC message per line, UTF-8.
 
+The SDK's session loop reads and writes the wire itself, with no task in between: each
+read parses the next line (:class:`WireReader`) and each answer is written by the task that
+sends it (:class:`WireWriter`, one answer at a time). The SDK's ``stdio_server`` runs a
+reader task and a writer task joined to the session by two memory streams: two more task
+switches per request.
+
 The SDK's transport is used instead where the loop cannot poll the wire: on Windows, and
 when stdin or stdout is a regular file (``memoryport serve < requests.jsonl``).
 """
@@ -23,14 +29,15 @@ import selectors
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any
 
 import anyio
-from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import jsonrpc_message_adapter
 
 from memoryport.mcp.server import responsive
 
-__all__ = ["LoopWire", "claimed_stdio", "pollable", "serve_stdio"]
+__all__ = ["LoopWire", "WireReader", "WireWriter", "claimed_stdio", "pollable", "serve_stdio"]
 
 _CHUNK = getattr(select, "PIPE_BUF", 512)
 _READ = 1 << 16
@@ -79,6 +86,68 @@ class LoopWire:
 
     async def flush(self) -> None:
         """Nothing is buffered: ``write`` returns once the kernel holds every byte."""
+
+
+class WireReader:
+    """The session's read side: each :meth:`receive` parses the wire's next line (a line
+    that is not a JSON-RPC message is handed on as its exception, as the SDK's reader does,
+    and the session answers it with a protocol error)."""
+
+    def __init__(self, wire: LoopWire) -> None:
+        self._lines = wire.__aiter__()
+
+    async def receive(self) -> SessionMessage | Exception:
+        """The next message; ``anyio.EndOfStream`` at the end of the input."""
+        try:
+            line = await anext(self._lines)
+        except StopAsyncIteration:
+            raise anyio.EndOfStream from None
+        try:
+            return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
+        except Exception as exc:  # what the SDK's reader passes on: any parse failure
+            return exc
+
+    def __aiter__(self) -> WireReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """Nothing to release: the wire belongs to :func:`claimed_stdio`."""
+
+    async def __aenter__(self) -> WireReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+class WireWriter:
+    """The session's write side: ``send`` writes one message as a line, one message at a
+    time (concurrent answers never interleave)."""
+
+    def __init__(self, wire: LoopWire) -> None:
+        self._wire = wire
+        self._lock = anyio.Lock()
+
+    async def send(self, message: SessionMessage, /) -> None:
+        """Write ``message`` (the SDK's framing: its JSON, then a newline)."""
+        text = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        async with self._lock:
+            await self._wire.write(text)
+
+    async def aclose(self) -> None:
+        """Nothing to release: the wire belongs to :func:`claimed_stdio`."""
+
+    async def __aenter__(self) -> WireWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
 
 
 def _private(fd: int) -> int:
@@ -131,7 +200,5 @@ async def serve_stdio(mcp: Any) -> None:
         return
     lowlevel = mcp._lowlevel_server
     with claimed_stdio() as wire, responsive():
-        stream = cast(Any, wire)
-        async with stdio_server(stdin=stream, stdout=stream) as (read_stream, write_stream):
-            await lowlevel.run(read_stream, write_stream,
-                               lowlevel.create_initialization_options())
+        await lowlevel.run(WireReader(wire), WireWriter(wire),
+                           lowlevel.create_initialization_options())
