@@ -33,6 +33,9 @@ def test_doctor_reports_the_server_and_the_store(
     tmp_path: Path, pg_server: pgserver.PgServer
 ) -> None:
     role = f"mp_doc_{uuid.uuid4().hex[:8]}"
+    # doctor checks the store's one schema, "memoryport"; other tests on this shared
+    # server may have left theirs (curated rows live there too): start without it
+    pgserver.drop_schema(pg_server.uri, "memoryport")
     with psycopg.connect(pg_server.uri, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
         conn.execute(

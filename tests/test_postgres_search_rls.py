@@ -42,6 +42,7 @@ def dsns(pg_server: pgserver.PgServer) -> Iterator[dict[str, str]]:
             )
         )
     schema = "memoryport"  # the schema doctor checks
+    pgserver.drop_schema(pg_server.uri, schema)  # another test's, owned by another role
     yield {
         **{kind: make_conninfo(pg_server.uri, user=name) for kind, name in names.items()},
         "app_role": names["app"],
