@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memoryport.errors import StoreError
-from memoryport.storage.turns import TurnHit, TurnIndex, TurnInput, schema
+from memoryport.storage.turns import TurnHit, TurnIndex, TurnInput, rowcache, schema
 from memoryport.storage.turns.rowcache import CATCH_UP_MAX
 
 WORDS = ("sqlite", "schema", "tea", "deadline", "pottery", "paris", "museum", "guitar", "vim",
@@ -73,6 +73,22 @@ def test_a_long_lived_index_ranks_exactly_as_a_fresh_one(
     finally:
         warm.close()
         other.close()
+
+
+def test_a_full_row_cache_starts_over_and_stays_exact(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache bounded to a few rows (and a few hundred characters) is cleared again and
+    again mid-search; every search still equals a cold one."""
+    monkeypatch.setattr(rowcache, "ROWS_CACHE", 7)
+    monkeypatch.setattr(rowcache, "ROWS_CHARS", 300)
+    path = tmp_path / "holographic.db"
+    rng = random.Random(8)
+    with TurnIndex(path, dense=False) as warm:
+        for step in range(12):
+            warm.add_turns([_turn(rng, f"s{rng.randint(1, 2)}", None, START + step * 10 + i)
+                            for i in range(rng.randint(3, 9))])
+            query = " ".join(rng.sample(WORDS, 3))
+            assert _key(warm.search(query, limit=15)) == _key(_cold(path, query, None))
 
 
 def test_a_bulk_import_by_another_index_is_seen_whole(tmp_path: Path) -> None:

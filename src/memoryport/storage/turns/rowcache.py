@@ -10,9 +10,10 @@ reads those (usually the last turn's two rows) at the start of each search, insi
 search's read snapshot, which keeps every cached block complete.
 
 The cache is exact: a lookup returns what the equivalent query would return in the same
-snapshot. It is bounded (:data:`ROWS_CACHE` rows, :data:`BLOCKS_CACHE` blocks, cleared when
-full); a catch-up of more than :data:`CATCH_UP_MAX` turns (a bulk import by another
-process) drops the blocks instead of reading them all.
+snapshot. It is bounded (:data:`ROWS_CACHE` rows or :data:`ROWS_CHARS` characters of text,
+:data:`BLOCKS_CACHE` blocks; cleared when full); a catch-up of more than
+:data:`CATCH_UP_MAX` turns (a bulk import by another process) drops the blocks instead of
+reading them all.
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-__all__ = ["BLOCKS_CACHE", "CATCH_UP_MAX", "ROWS_CACHE", "TURN_COLUMNS", "Row", "RowCache"]
+__all__ = ["BLOCKS_CACHE", "CATCH_UP_MAX", "ROWS_CACHE", "ROWS_CHARS", "TURN_COLUMNS", "Row",
+           "RowCache"]
 
 ROWS_CACHE = 50_000
 """How many turns' rows a cache holds at most (cleared when full)."""
+ROWS_CHARS = 8_000_000
+"""How many characters of turn text a cache holds at most (cleared when full)."""
 BLOCKS_CACHE = 256
 """How many complete session blocks a cache holds at most (cleared when full)."""
 CATCH_UP_MAX = 1_000
@@ -49,11 +53,13 @@ class RowCache:
         """The largest turn id stored when the cache last caught up."""
         self._rows: dict[int, tuple[str, Row]] = {}  # id -> (scope, row)
         self._blocks: dict[_BlockKey, dict[int, Row]] = {}  # complete: position -> row
+        self._chars = 0  # text held by the rows
 
     def clear(self) -> None:
         """Forget every row and block."""
         self._rows.clear()
         self._blocks.clear()
+        self._chars = 0
 
     def catch_up(self, conn: sqlite3.Connection) -> None:
         """Take in the turns stored since the last call (their rows, and each into its
@@ -78,9 +84,12 @@ class RowCache:
         self.seen = top
 
     def _keep(self, scope: str, row: Row) -> None:
-        if len(self._rows) >= ROWS_CACHE:
-            self._rows.clear()
+        if row[0] in self._rows:
+            return
+        if len(self._rows) >= ROWS_CACHE or self._chars >= ROWS_CHARS:
+            self.clear()  # the blocks too: they hold the same rows
         self._rows[row[0]] = (scope, row)
+        self._chars += len(row[4])
 
     def keep(self, scope: str, rows: Iterable[Row]) -> None:
         """Remember ``rows`` (read in ``scope``)."""
@@ -91,16 +100,19 @@ class RowCache:
         """The rows of the turns ``ids`` in ``scope``, in the order of ``ids`` (ids that
         are not stored, or not in ``scope``, are left out)."""
         rows = self._rows
-        missing = [i for i in ids if i not in rows and 0 < i <= self.seen]
+        hits = {i: rows[i] for i in ids if i in rows}  # before keeping more may clear
+        missing = [i for i in ids if i not in hits and 0 < i <= self.seen]
         if missing:
             for user, *rest in conn.execute(
                 f"SELECT t.user_id, {_T_COLUMNS} FROM json_each(?) j CROSS JOIN turns t"
                 " ON t.id = j.value", (json.dumps(missing),),
             ):
-                self._keep(user, tuple(rest))
+                row: Row = tuple(rest)
+                hits[row[0]] = (user, row)
+                self._keep(user, row)
         out = []
         for i in ids:
-            hit = rows.get(i)
+            hit = hits.get(i)
             if hit is not None and hit[0] == scope:
                 out.append(hit[1])
         return out
