@@ -19,11 +19,14 @@ Where a `memory` add's time goes (medians, ms), from the server's own timings (e
 add asks for them with `_meta["memoryport/timing"]`) and, in process, the curated write's
 syncs (`os.fsync`/`os.fdatasync` timed while the add runs):
 
-- `fsync`: the curated write's syncs (file, history log, directory);
+- `fsync`: the curated write's syncs (one: the history line, the write's commit point; the
+  first write of a file also syncs its directory);
 - `core`: the rest of `Memory.call_tool` (pause check, manager lane, curated write,
   provider mirror, audit row);
 - `hop`: the handler's worker-thread hop and result shaping (handler_ms - tool_ms);
-- `mcp_server`: the SDK's and this server's checks around the handler (server - handler);
+- `mcp_server`: this server's checks and result shaping around the handler (server -
+  handler; a plain `tools/call` is answered by the server's middleware, not the SDK's
+  tool manager);
 - `client+transport`: the rest of the round trip (round trip - server_ms); in process
   (memory streams) that is the client library and JSON-RPC dispatch alone, so the extra
   over stdio/HTTP is the OS transport.
