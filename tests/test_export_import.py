@@ -280,3 +280,33 @@ def test_a_plugin_with_the_hook_travels_in_the_archive(tmp_path: Path) -> None:
     elsewhere = import_archive(tmp_path / "c", archive)  # jotter not active there
     skipped = [r for r in elsewhere.rows if r.kind == "provider"]
     assert [r.action for r in skipped] == ["skip"] and "not active" in skipped[0].detail
+
+
+def test_a_session_longer_than_one_write_exports_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sessions export writes a long session a few lines at a time (bounded memory):
+    the same lines, and the archive round trip is exact."""
+    import io
+
+    from memoryport.storage.sessions import portable
+    from memoryport.storage.sessions.records import MessageInput
+
+    home = tmp_path / "home"
+    with open_store(home) as store:
+        store.create_session("long", source="cli", started_at=1.0)
+        store.append_messages("long", [MessageInput("user", f"line {k}", timestamp=2.0 + k)
+                                       for k in range(11)])  # fmt: skip
+        whole = io.StringIO()
+        store.export_jsonl(whole)
+        monkeypatch.setattr(portable, "WRITE_LINES", 3)
+        seen: list[tuple[str, int, int]] = []
+        sliced = io.StringIO()
+        store.export_jsonl(sliced, progress=lambda *a: seen.append(a))
+    assert sliced.getvalue() == whole.getvalue()
+    assert seen[-1] == ("exporting", 11, 11)
+    export_home(home, tmp_path / "a.zip")
+    import_archive(tmp_path / "copy", tmp_path / "a.zip")
+    with open_store(tmp_path / "copy") as copy:
+        assert [(m.id, m.content) for m in copy.get_messages("long")] == [
+            (k + 1, f"line {k}") for k in range(11)]  # fmt: skip

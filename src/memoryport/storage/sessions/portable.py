@@ -32,6 +32,7 @@ from memoryport.types import valid_utf8
 __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
+    "WRITE_LINES",
     "ExportWriter",
     "Progress",
     "export_line",
@@ -76,6 +77,10 @@ def header_line(sessions: int, messages: int) -> str:
     )
 
 
+WRITE_LINES = 5_000
+"""Export lines an :class:`ExportWriter` joins per write."""
+
+
 class ExportWriter:
     """Writes a version-2 export: the header, then each session once and its messages.
 
@@ -96,14 +101,24 @@ class ExportWriter:
             progress("exporting", 0, messages)
 
     def session(self, session: SessionRecord, messages: Iterable[MessageRecord]) -> None:
-        """Write one session line followed by its messages' lines."""
+        """Write one session line followed by its messages' lines, :data:`WRITE_LINES` at
+        a time (a long session is never held whole)."""
         parts = [_dump({"session": session.to_dict()})]
-        parts.extend(_dump({"message": m.to_dict()}) for m in messages)
-        self.out.write("\n".join(parts) + "\n")
-        self.lines += len(parts)
-        self.done += len(parts) - 1
+        self.done -= 1  # the session line
+        for message in messages:
+            parts.append(_dump({"message": message.to_dict()}))
+            if len(parts) >= WRITE_LINES:
+                self._write(parts)
+                parts = []
+        self._write(parts)
         if self.progress is not None:
             self.progress("exporting", self.done, self.total)
+
+    def _write(self, parts: list[str]) -> None:
+        if parts:
+            self.out.write("\n".join(parts) + "\n")
+            self.lines += len(parts)
+            self.done += len(parts)
 
 
 # ---------------------------------------------------------------------------- reading
