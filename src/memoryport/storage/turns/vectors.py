@@ -67,6 +67,11 @@ WRITE_BATCH = 16
 waits less for the CPU the writer holds)."""
 SCAN_CHUNK = 2000
 """Turn ids the writer checks for a missing vector per read (keeps each lock hold short)."""
+BLAS_THREADS = "1"
+"""``OPENBLAS_NUM_THREADS`` set (unless already set) when loading the model imports numpy
+first: one query's small matrix products gain nothing from threads, and on a busy 2-core
+CPU threaded OpenBLAS spins against the other work (one question embedded at load 6:
+p50 / p95 20 / 32 ms single-threaded, 140 / 595 ms threaded)."""
 _REQUIRED = ("numpy", "tokenizers")
 _FILES = ("config.json", "model.safetensors", "tokenizer.json")
 
@@ -134,6 +139,8 @@ def load_default(model_dir: Path | None = None) -> Embedder | None:
         return None
     with _LOAD_LOCK:
         if where not in _LOADED:
+            if "numpy" not in sys.modules:  # see BLAS_THREADS
+                os.environ.setdefault("OPENBLAS_NUM_THREADS", BLAS_THREADS)
             encoder: Any = importlib.import_module("memoryport.storage.turns.encoder")
             _LOADED[where] = encoder.MiniLM(where)
         return _LOADED[where]
