@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memoryport._fs import ensure_private_dir
+from memoryport._fs import ensure_private_dir, fsync_directory
 from memoryport.errors import MemoryStoreError
 
 __all__ = [
@@ -284,7 +284,7 @@ class HistoryLog:
             lines.append(revision)
             _write_all(fd, b"".join(_encode(line) for line in lines), size)
             if size == 0:  # a new log: its directory entry must be durable too
-                _fsync_directory(self.path.parent)
+                fsync_directory(self.path.parent)
             self._cached = (_stamp(os.fstat(fd)), os.lseek(fd, 0, os.SEEK_END), revision)
         except OSError as exc:
             self._cached = None
@@ -443,19 +443,6 @@ def _open_log(path: Path) -> int:
         return os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
 
 
-def _fsync_directory(directory: Path) -> None:
-    """Make a new or renamed entry of ``directory`` durable (skipped where directories
-    cannot be opened)."""
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
 
 
 def _replace_file(path: Path, data: bytes) -> None:
@@ -470,4 +457,4 @@ def _replace_file(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_directory(path.parent)
+    fsync_directory(path.parent)

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from memoryport._fs import ensure_private_dir
+from memoryport._fs import ensure_private_dir, fsync_directory
 from memoryport.errors import DriftError, MemoryStoreError
 from memoryport.storage.history import HistoryLog, Provenance, Revision
 from memoryport.storage.write_lock import LockTimeout, WriteLock
@@ -472,7 +472,7 @@ def _atomic_write(target: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
-    _fsync_directory(target.parent)
+    fsync_directory(target.parent)
 
 
 def _write_temp(target: Path, data: bytes, *, sync: bool) -> str:
@@ -505,7 +505,7 @@ def _create_durably(target: Path) -> None:
     """Create ``target`` empty (0600) and make its directory entry durable."""
     with contextlib.suppress(FileExistsError):
         os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    _fsync_directory(target.parent)
+    fsync_directory(target.parent)
 
 
 def _sync_data(fd: int) -> None:
@@ -514,15 +514,3 @@ def _sync_data(fd: int) -> None:
     sync(fd)
 
 
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename durable; platforms that cannot open directories skip this."""
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
