@@ -119,6 +119,12 @@ def test_a_process_killed_mid_batch_leaves_nothing_half_written(
         proc.start()
         with psycopg.connect(pg_server.uri, autocommit=True) as conn:
             deadline = time.monotonic() + 120
+            # the first (small) batch commits before the big one starts: wait for it, so
+            # the insert caught below is the big batch's (an append and its COMMIT go in
+            # one pipeline, so the small batch's INSERT can show as active too)
+            while store.get_session("s").message_count < 3:
+                assert proc.is_alive() and time.monotonic() < deadline, "first batch never landed"
+                time.sleep(0.02)
             while (backend := _active_insert(conn, schema)) is None:
                 assert proc.is_alive() and time.monotonic() < deadline, "batch never started"
                 time.sleep(0.02)
