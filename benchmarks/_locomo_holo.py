@@ -182,6 +182,26 @@ def print_folds(report: dict[str, Any]) -> None:
         print(f"{key}: {value}")
 
 
+def ingest_repeated(index: Any, sessions: list[Any], total: int) -> tuple[int, float]:
+    """Give ``index`` ``total`` turns: the dev sessions repeated under new session ids
+    (``c0``, ``c1``, ...; 40 users), one ``add_turns`` per turn. Returns (turns stored,
+    seconds spent inside ``add_turns``)."""
+    stored, copy, spent = 0, 0, 0.0
+    while stored < total:
+        for started, turns in sessions:
+            for t in turns[: total - stored]:
+                row = TurnInput(f"c{copy}", str(t["speaker"]), str(t["text"]), started,
+                                str(t["dia_id"]), f"u{copy % 40}")
+                start = time.perf_counter()
+                index.add_turns([row])
+                spent += time.perf_counter() - start
+                stored += 1
+            copy += 1
+            if stored >= total:
+                break
+    return stored, spent
+
+
 def scale(
     data: list[dict[str, Any]], sessions_of: Callable[..., Any], total: int
 ) -> dict[str, Any]:
@@ -192,19 +212,7 @@ def scale(
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "scale.db"
         index = TurnIndex(path)
-        stored, copy, spent = 0, 0, 0.0
-        while stored < total:
-            for started, turns in sessions:
-                for t in turns[: total - stored]:
-                    row = TurnInput(f"c{copy}", str(t["speaker"]), str(t["text"]), started,
-                                    str(t["dia_id"]), f"u{copy % 40}")
-                    start = time.perf_counter()
-                    index.add_turns([row])
-                    spent += time.perf_counter() - start
-                    stored += 1
-                copy += 1
-                if stored >= total:
-                    break
+        stored, spent = ingest_repeated(index, sessions, total)
         start = time.perf_counter()
         index.flush_vectors()
         vectors_s = time.perf_counter() - start

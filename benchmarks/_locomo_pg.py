@@ -57,26 +57,15 @@ def scale(data: list[dict[str, Any]], sessions_of: Callable[..., Any], total: in
     """``_locomo_holo.scale`` on PostgreSQL: ``total`` turns (the dev turns repeated under
     new session ids, 40 users) in one schema, one ``add_turns`` per turn; ingest rate,
     query p50/p95 (300 questions) and bytes per turn (tables and indexes)."""
-    from memoryport.storage.turns import TurnInput
+    import _locomo_holo  # beside this file
+
     from memoryport.storage.turns.postgres import PostgresTurnIndex
 
     sessions = [s for conv in data for s in sessions_of(conv)]
     questions = [str(qa["question"]) for conv in data for qa in conv["qa"]][:300]
     schema = f"scale_{uuid.uuid4().hex[:8]}"
     index = PostgresTurnIndex(dsn, schema=schema)
-    stored, copy, spent = 0, 0, 0.0
-    while stored < total:
-        for started, turns in sessions:
-            for t in turns[: total - stored]:
-                row = TurnInput(f"c{copy}", str(t["speaker"]), str(t["text"]), started,
-                                str(t["dia_id"]), f"u{copy % 40}")
-                start = time.perf_counter()
-                index.add_turns([row])
-                spent += time.perf_counter() - start
-                stored += 1
-            copy += 1
-            if stored >= total:
-                break
+    stored, spent = _locomo_holo.ingest_repeated(index, sessions, total)
     with psycopg.connect(dsn, autocommit=True) as conn:
         for table in ("turns", "turn_terms", "turn_blocks", "block_terms", "term_stats"):
             conn.execute(sql.SQL("ANALYZE {}.{}").format(sql.Identifier(schema),
