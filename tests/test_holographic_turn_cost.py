@@ -164,3 +164,29 @@ def test_an_older_store_merges_its_word_indexes_two_at_a_time(tmp_path: Path) ->
     finally:
         conn.close()
     assert _key(_cold(path, "sqlite tea museum", None)) == before
+
+
+@pytest.mark.parametrize("limit", [1, 6, 15, 400])
+def test_search_returns_the_full_ordering_of_its_candidates(tmp_path: Path, limit: int) -> None:
+    """Only the candidates scoring at least the limit-th best score are ordered in full:
+    the hits are still the head of every candidate sorted by score, then the turn's own
+    BM25, then the older turn (a store full of ties: the same words over and over)."""
+    from memoryport.storage.turns.rank import combine
+
+    index = TurnIndex(tmp_path / "holographic.db", dense=False)
+    try:
+        rng = random.Random(5)
+        for n in range(160):
+            text = " ".join(rng.sample(WORDS[:5], 3))  # few words: many equal scores
+            index.add_turns([TurnInput(f"s{n % 3}", "Alice", text, START + n),
+                             TurnInput(f"s{n % 3}", "Bob", f"{text} ({n})", START + n)])
+        for query in ("sqlite schema tea", "What did Alice say about the deadline?", "pottery"):
+            rows, parts = index.candidates(query)
+            scores = combine(parts, index.weights)
+            full = sorted(range(len(rows)),
+                          key=lambda i: (-scores[i], -parts[i].main, rows[i][0], i))
+            want = [(rows[i][0], round(scores[i], 6)) for i in full[:limit]]
+            got = [(h.turn_id, h.score) for h in index.search(query, limit=limit)]
+            assert got == want and len(got) == min(limit, len(rows))
+    finally:
+        index.close()

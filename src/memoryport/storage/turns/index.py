@@ -122,6 +122,21 @@ def _body(speaker: str, text: str) -> str:
     return f"{speaker}: {text}" if speaker else text
 
 
+def _best(scores: list[float], main: Sequence[float], rows: Sequence[_Row], limit: int
+          ) -> list[int]:
+    """Indexes of the ``limit`` best candidates, best first: by score, ties by the turn's
+    own BM25 (``main``), then the older turn. Only the candidates scoring at least the
+    ``limit``-th best score can be among them, so only those are ordered in full (a C
+    sort of the floats finds that score; usually a few of the hundreds of candidates)."""
+    if len(scores) > limit:
+        floor = sorted(scores, reverse=True)[limit - 1]
+        pick = [i for i, s in enumerate(scores) if s >= floor]
+    else:
+        pick = list(range(len(scores)))
+    pick.sort(key=lambda i: (-scores[i], -main[i], rows[i][0], i))
+    return pick[:limit]
+
+
 class TurnIndex:
     """Turns stored in SQLite and ranked by :mod:`memoryport.storage.turns.rank`.
 
@@ -321,17 +336,12 @@ class TurnIndex:
         if not rows:
             return []
         scores = combine_columns(columns, self.weights)
-        # Best first; ties by the turn's own BM25, then the older turn (tuples compare
-        # in C: no key function per candidate).
-        order = heapq.nsmallest(limit, zip(
-            [-s for s in scores], [-m for m in columns[0]], [r[0] for r in rows],
-            range(len(rows)), strict=True))
         return [
             TurnHit(
                 turn_id=row[0], session_id=row[1], speaker=row[3], text=row[4],
                 timestamp=row[5], source_id=row[6], score=round(scores[i], 6),
             )
-            for row, i in ((rows[t[3]], t[3]) for t in order)
+            for row, i in ((rows[i], i) for i in _best(scores, columns[0], rows, limit))
         ]
 
     def candidates(
@@ -370,11 +380,12 @@ class TurnIndex:
         get_main, get_block, block_turns = main.get, blocks.get, schema.BLOCK_TURNS
         zeros = [0.0] * len(rows)
         windows = hint.windows
+        keys = [(r[1], r[2]) for r in rows]  # (session, position), built once
         return rows, [
-            [get_main((r[1], r[2]), 0.0) for r in rows],
-            [get_main((r[1], r[2] - 1), 0.0) for r in rows],
-            [get_main((r[1], r[2] + 1), 0.0) for r in rows],
-            [get_block((r[1], r[2] // block_turns), 0.0) for r in rows],
+            [get_main(k, 0.0) for k in keys],
+            [get_main((s, p - 1), 0.0) for s, p in keys],
+            [get_main((s, p + 1), 0.0) for s, p in keys],
+            [get_block((s, p // block_turns), 0.0) for s, p in keys],
             [named[r[3]] for r in rows],
             [1.0 if any(lo <= r[5] < hi for lo, hi in windows) else 0.0 for r in rows]
             if windows else zeros,
@@ -524,26 +535,25 @@ class TurnIndex:
         of the ``SESSION_DEPTH`` best blocks (each block by one index range; neighbours
         first by id, as a session's turns are mostly stored one after another, then by
         session and position for those not found so), through the row cache."""
-        wanted: set[tuple[str, int]] = set()
-        for session, position in main:
-            wanted.add((session, position + 1))
-            if position > 0:
-                wanted.add((session, position - 1))
+        wanted = {(session, position + step) for session, position in main
+                  for step in (-1, 1) if position + step >= 0}
         wanted.difference_update(main)
         rows: list[_Row] = []
         conn, cache = self._conn, self._cache
         for (session, number), _ in heapq.nlargest(SESSION_DEPTH, blocks.items(),
                                                   key=lambda kv: kv[1]):
-            for row in cache.block(conn, scope, session, number):
-                if (row[1], row[2]) not in main:
-                    rows.append(row)
-                    wanted.discard((row[1], row[2]))
+            block = [r for r in cache.block(conn, scope, session, number)
+                     if (session, r[2]) not in main]
+            rows += block
+            wanted.difference_update([(session, r[2]) for r in block])
         if wanted:
-            near = sorted({r[0] + step for r in found for step in (-1, 1)})
+            ids = [r[0] for r in found]
+            near = sorted({*[i - 1 for i in ids], *[i + 1 for i in ids]})
             for row in cache.by_ids(conn, near, scope):
-                if (row[1], row[2]) in wanted:
+                key = (row[1], row[2])
+                if key in wanted:
                     rows.append(row)
-                    wanted.discard((row[1], row[2]))
+                    wanted.discard(key)
         if wanted:  # the rest in (session, position) order: a cached block knows them
             rest: dict[tuple[str, int], _Row] = {}
             ask = []

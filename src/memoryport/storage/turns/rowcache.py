@@ -99,23 +99,21 @@ class RowCache:
     def by_ids(self, conn: sqlite3.Connection, ids: Sequence[int], scope: str) -> list[Row]:
         """The rows of the turns ``ids`` in ``scope``, in the order of ``ids`` (ids that
         are not stored, or not in ``scope``, are left out)."""
-        rows = self._rows
-        hits = {i: rows[i] for i in ids if i in rows}  # before keeping more may clear
-        missing = [i for i in ids if i not in hits and 0 < i <= self.seen]
+        get = self._rows.get
+        hits = [get(i) for i in ids]  # before keeping more may clear the cache
+        seen = self.seen
+        missing = [i for i, hit in zip(ids, hits, strict=True) if hit is None and 0 < i <= seen]
         if missing:
+            read: dict[int, tuple[str, Row]] = {}
             for user, *rest in conn.execute(
                 f"SELECT t.user_id, {_T_COLUMNS} FROM json_each(?) j CROSS JOIN turns t"
                 " ON t.id = j.value", (json.dumps(missing),),
             ):
                 row: Row = tuple(rest)
-                hits[row[0]] = (user, row)
+                read[row[0]] = (user, row)
                 self._keep(user, row)
-        out = []
-        for i in ids:
-            hit = hits.get(i)
-            if hit is not None and hit[0] == scope:
-                out.append(hit[1])
-        return out
+            hits = [read.get(i) if hit is None else hit for i, hit in zip(ids, hits, strict=True)]
+        return [hit[1] for hit in hits if hit is not None and hit[0] == scope]
 
     def block(self, conn: sqlite3.Connection, scope: str, session: str, number: int
               ) -> list[Row]:
