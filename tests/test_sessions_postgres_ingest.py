@@ -10,6 +10,7 @@ from psycopg import sql
 
 import pgserver
 from memoryport.errors import SessionNotFound
+from memoryport.storage import search_lexemes
 from memoryport.storage.sessions.postgres import PostgresSessionStore, migrations
 
 pytestmark = pytest.mark.postgres
@@ -28,7 +29,7 @@ def test_the_fast_search_doc_folds_every_character_like_fold_text(
 ) -> None:
     chars = [chr(c) for c in range(1, 0x250)] + ["\ue000", "\ue001", "\u00e9\u0301"]
     texts = [f"x{c}y a{c}{c}b" for c in chars] + ["caf\u00e9 /usr/lib/foo.py ops@x.io"]
-    folded = [migrations.fold_text(t + "  ") for t in texts]
+    folded = [search_lexemes.fold_text(t + "  ") for t in texts]
     schema = sql.Identifier(pg_store.schema)
     query = sql.SQL(
         "SELECT content FROM unnest(%s::text[], %s::text[]) AS x(content, folded),"

@@ -15,9 +15,10 @@ from memoryport.errors import ConfigError
 try:
     import psycopg  # noqa: F401  (the driver guard: every module below imports it)
     import psycopg_pool  # noqa: F401
+    import Stemmer  # noqa: F401  (search lexemes: memoryport.storage.search_lexemes)
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ConfigError(
-        "the PostgreSQL session store needs psycopg 3 and psycopg-pool: "
+        "the PostgreSQL session store needs psycopg 3, psycopg-pool and pystemmer: "
         "install memoryport[postgres]"
     ) from exc
 

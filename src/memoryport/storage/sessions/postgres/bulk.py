@@ -13,6 +13,8 @@ import psycopg
 from psycopg import sql
 
 from memoryport.errors import SessionNotFound, StoreError
+from memoryport.storage import search_lexemes
+from memoryport.storage.search_lexemes import document_of_row
 from memoryport.storage.sessions.portable import ExportWriter, Progress
 from memoryport.storage.sessions.postgres.dialect import (
     message_from_row,
@@ -20,7 +22,7 @@ from memoryport.storage.sessions.postgres.dialect import (
     session_from_row,
     session_values,
 )
-from memoryport.storage.sessions.postgres.migrations import ensure_trigram_index, search_doc
+from memoryport.storage.sessions.postgres.migrations import ensure_trigram_index
 from memoryport.storage.sessions.records import (
     SESSION_UPDATABLE_FIELDS,
     ImportReport,
@@ -128,11 +130,12 @@ def import_sessions(
     session_cols = SESSION_COLUMNS.replace("s.", "")
     message_cols = MESSAGE_COLUMNS.replace("m.", "")
     insert_with_id = q(
-        f"INSERT INTO {{s}}.messages ({message_cols}) VALUES ({_ph(10)})"
+        f"INSERT INTO {{s}}.messages ({message_cols}, tsv) VALUES ({_ph(10)}, %s::tsvector)"
         " ON CONFLICT (id) DO NOTHING RETURNING id"
     )
     insert_new_id = q(
-        f"INSERT INTO {{s}}.messages ({MESSAGE_INSERT_COLUMNS}) VALUES ({_ph(9)}) RETURNING id"
+        f"INSERT INTO {{s}}.messages ({MESSAGE_INSERT_COLUMNS}, tsv)"
+        f" VALUES ({_ph(9)}, %s::tsvector) RETURNING id"
     )
     deferred: list[MessageRecord] = []
     total = sum(len(items) for _, items in entries)
@@ -150,8 +153,7 @@ def import_sessions(
         )
         for m in (replace(x, session_id=session.id) for x in items):
             # ON CONFLICT sees ids that row-level security hides from this connection
-            row_values = (m.id, *message_values(m.session_id, m, m.timestamp))
-            if cur.execute(insert_with_id, row_values).fetchone() is None:
+            if cur.execute(insert_with_id, (m.id, *_stamped(m))).fetchone() is None:
                 deferred.append(m)
             else:
                 _events(cur, q, m.id, m)
@@ -161,9 +163,15 @@ def import_sessions(
             progress("importing", messages, total)
     _advance_sequence(cur, schema)
     for m in deferred:  # ids already used: take fresh ones past every imported id
-        row = cur.execute(insert_new_id, message_values(m.session_id, m, m.timestamp)).fetchone()
+        row = cur.execute(insert_new_id, _stamped(m)).fetchone()
         _events(cur, q, int(row[0]) if row else 0, m)
     return ImportReport(imported, skipped, messages)
+
+
+def _stamped(m: MessageRecord) -> tuple[Any, ...]:
+    """Insert values of an imported message, then its ``tsvector`` literal."""
+    values = message_values(m.session_id, m, m.timestamp)
+    return (*values, document_of_row(values))
 
 
 def _make_room(
@@ -236,30 +244,19 @@ def prune_empty(
 
 
 def rebuild_indexes(cur: Cursor, schema: sql.Identifier, progress: Progress | None = None) -> None:
-    """Recompute stale ``tsv`` values, (re)create the trigram index, REINDEX the table.
+    """Re-stamp stale ``tsv`` values (``search_lexemes.restamp``), (re)create the trigram
+    index, REINDEX the table.
 
     PostgreSQL does this in a few statements, so ``progress`` sees ``("rebuilding", 0, 1)``
     then ``("rebuilding", 1, 1)``.
     """
     if progress is not None:
         progress("rebuilding", 0, 1)
-    if _stale_rows(cur, schema):
-        cur.execute(
-            sql.SQL(
-                "UPDATE {s}.messages SET content = content WHERE tsv IS DISTINCT FROM {doc}"
-            ).format(s=schema, doc=search_doc(schema))
-        )
+    search_lexemes.restamp(cur, schema, stale_only=True)
     ensure_trigram_index(cur, schema)
     cur.execute(sql.SQL("REINDEX TABLE {s}.messages").format(s=schema))
     if progress is not None:
         progress("rebuilding", 1, 1)
-
-
-def _stale_rows(cur: Cursor, schema: sql.Identifier) -> int:
-    """Rows whose stored ``tsv`` no longer equals the expression (e.g. dictionary changed)."""
-    query = sql.SQL("SELECT count(*) FROM {s}.messages WHERE tsv IS DISTINCT FROM {doc}")
-    row = cur.execute(query.format(s=schema, doc=search_doc(schema))).fetchone()
-    return int(row[0]) if row else 0
 
 
 def index_problems(cur: Cursor, schema: sql.Identifier) -> tuple[list[str], int]:
@@ -270,25 +267,29 @@ def index_problems(cur: Cursor, schema: sql.Identifier) -> tuple[list[str], int]
         " WHERE indrelid = %s::regclass AND NOT (indisvalid AND indisready)",
         (table,),
     ).fetchall()
-    return [r[0] for r in invalid], _stale_rows(cur, schema)
+    return [r[0] for r in invalid], search_lexemes.stale(cur, schema)
 
 
 # ---------------------------------------------------------------- batched appends
 # Batched appends for the PostgreSQL session store: one round trip per batch.
 #
-# ``append_batch`` queues, in pipeline mode, two prepared statements with the batch as
-# column arrays, and the caller's transaction queues ``COMMIT`` behind them:
+# ``append_batch`` queues, in pipeline mode, prepared statements with the batch as column
+# arrays, and the caller's transaction queues ``COMMIT`` behind them:
 #
-# * the session's counters are updated (``UPDATE ... RETURNING`` in a CTE; no row, no
-#   insert, so an unknown session leaves nothing behind), and the messages inserted from
-#   ``unnest(...) WITH ORDINALITY`` in input order, so their identity ids ascend in that
-#   order (``RETURNING`` gives them back);
-# * the event windows resolved from the messages' words (computed client-side) are
-#   inserted for the batch's k-th message by position: the session's last ``len(batch)``
-#   messages by id are this batch's, because the ``UPDATE`` holds the session's row lock
-#   until commit (every other append, sync and import of the session waits for it). It
-#   cannot be a CTE of the first statement: the row-level security check on
-#   ``message_events`` must see the new messages.
+# * the session's counters are updated for the whole batch (``UPDATE ... RETURNING`` in a
+#   CTE; no row, no insert, so an unknown session leaves nothing behind), and the first
+#   chunk of messages inserted from ``unnest(...) WITH ORDINALITY`` in input order, so
+#   their identity ids ascend in that order (``RETURNING`` gives them back);
+# * the other chunks follow, each an ``INSERT`` guarded by the session's row (which the
+#   ``UPDATE`` has locked until commit); the server inserts one chunk while Python
+#   prepares the next (folding, stemming, dumping: ``search_lexemes``), so on two cores the
+#   client's work hides behind the server's;
+# * the event windows resolved from the messages' words (computed client-side, while the
+#   server inserts the last chunk) are inserted for the batch's k-th message by position:
+#   the session's last ``len(batch)`` messages by id are this batch's, because the
+#   ``UPDATE`` holds the session's row lock until commit (every other append, sync and
+#   import of the session waits for it). It cannot be a CTE of the first statement: the
+#   row-level security check on ``message_events`` must see the new messages.
 #
 # ``COPY`` cannot return the generated ids, which callers need; array parameters give the
 # same single round trip with a fixed statement text, which psycopg prepares once per
@@ -304,22 +305,46 @@ _COLUMNS = (
     ("tool_call_id", "text"),
     ("reasoning", "text"),
     ("metadata", "text"),
+    ("tsv", "text"),
 )
-"""The message columns after ``session_id`` (``MESSAGE_INSERT_COLUMNS`` order)."""
+"""The message columns after ``session_id`` (``MESSAGE_INSERT_COLUMNS`` order, then the
+``tsvector`` literal of :func:`memoryport.storage.search_lexemes.document`)."""
+
+_FIRST_CHUNK = 16
+"""Messages in an append's first statement: small, so the server starts early."""
+_CHUNK = 64
+"""Messages in each later statement of an append."""
+
+
+def _insert_select(source: str) -> str:
+    """``INSERT`` of the message columns from ``unnest`` arrays, the session id taken
+    from ``source`` (a relation ``s`` with column ``id``)."""
+    names = ", ".join(name for name, _ in _COLUMNS)
+    arrays = ", ".join(f"%b::{kind}[]" for _, kind in _COLUMNS)
+    picked = ", ".join(f"r.{name}" for name, _ in _COLUMNS[:-1])
+    return (
+        f"INSERT INTO {{s}}.messages (session_id, {names})"
+        f" SELECT s.id, {picked}, r.tsv::tsvector FROM {source}, unnest({arrays})"
+        f" WITH ORDINALITY AS r({names}, ord) ORDER BY r.ord RETURNING id"
+    )
 
 
 def append_statement(schema: sql.Identifier) -> sql.Composed:
-    """The one-statement append for ``schema`` (parameters: see :func:`append_batch`)."""
-    names = ", ".join(name for name, _ in _COLUMNS)
-    arrays = ", ".join(f"%b::{kind}[]" for _, kind in _COLUMNS)
-    picked = ", ".join(f"r.{name}" for name, _ in _COLUMNS)
+    """The first statement of an append (parameters: message count, tool-call count,
+    newest timestamp, session id, then one array per :data:`_COLUMNS` entry)."""
     return sql.SQL(
         "WITH s AS (UPDATE {s}.sessions SET message_count = message_count + %s,"
         " tool_call_count = tool_call_count + %s,"
         " last_active_at = greatest(last_active_at, %s) WHERE id = %s RETURNING id),"
-        f" m AS (INSERT INTO {{s}}.messages (session_id, {names})"
-        f" SELECT s.id, {picked} FROM s, unnest({arrays}) WITH ORDINALITY"
-        f" AS r({names}, ord) ORDER BY r.ord RETURNING id)"
+        f" m AS ({_insert_select('s')})"
+        " SELECT id FROM m ORDER BY id"
+    ).format(s=schema)
+
+
+def _more_statement(schema: sql.Identifier) -> sql.Composed:
+    """A later chunk of an append (parameters: session id, then the arrays)."""
+    return sql.SQL(
+        f"WITH m AS ({_insert_select('(SELECT id FROM {s}.sessions WHERE id = %s) s')})"
         " SELECT id FROM m ORDER BY id"
     ).format(s=schema)
 
@@ -346,6 +371,14 @@ def _positional_events_statement(schema: sql.Identifier) -> sql.Composed:
     ).format(s=schema)
 
 
+def _columns(rows: Sequence[tuple[Any, ...]], skip: int) -> list[list[Any]]:
+    """Column arrays of ``message_values`` rows (the first ``skip`` columns left out),
+    then the rows' ``tsvector`` literals."""
+    columns: list[list[Any]] = [list(c) for c in zip(*(r[skip:] for r in rows), strict=True)]
+    columns.append([document_of_row(r) for r in rows])
+    return columns
+
+
 def append_batch(
     cur: Cursor, schema: sql.Identifier, session_id: str, items: Sequence[MessageInput], now: float
 ) -> Callable[[], list[int]]:
@@ -355,19 +388,26 @@ def append_batch(
     pipeline mode: after the transaction's commit); ``[]`` when the session does not
     exist (nothing was written).
     """
-    rows = [message_values(session_id, m, now) for m in items]
-    columns: list[list[Any]] = [list(c) for c in zip(*(r[1:] for r in rows), strict=True)]
+    conn = cur.connection
     tool_calls = sum(len(m.tool_calls or []) for m in items)
-    last = max(float(r[3]) for r in rows)
-    params = [len(rows), tool_calls, last, session_id, *columns]
-    cur.execute(append_statement(schema), params, prepare=True)
+    last = max(now if m.timestamp is None else float(m.timestamp) for m in items)
+    rows = [message_values(session_id, m, now) for m in items[:_FIRST_CHUNK]]
+    head = [len(items), tool_calls, last, session_id, *_columns(rows, 1)]
+    cur.execute(append_statement(schema), head, prepare=True)
+    cursors = [cur]
+    for start in range(_FIRST_CHUNK, len(items), _CHUNK):
+        chunk = [message_values(session_id, m, now) for m in items[start : start + _CHUNK]]
+        rows.extend(chunk)
+        more = conn.cursor()
+        more.execute(_more_statement(schema), [session_id, *_columns(chunk, 1)], prepare=True)
+        cursors.append(more)
     events = [e for pos, r in enumerate(rows, 1) for e in event_rows(pos, r[2], r[3])]
     if events:
         event_columns = [list(c) for c in zip(*events, strict=True)]
-        with cur.connection.cursor() as other:
+        with conn.cursor() as other:
             other.execute(_positional_events_statement(schema),
                           [session_id, len(rows), *event_columns], prepare=True)  # fmt: skip
-    return lambda: [int(row[0]) for row in cur.fetchall()]
+    return lambda: [int(row[0]) for c in cursors for row in c.fetchall()]
 
 
 def _insert_rows(
@@ -379,8 +419,7 @@ def _insert_rows(
     rows = [r for _, new in batches for r in new]
     if not rows:
         return
-    columns: list[list[Any]] = [list(c) for c in zip(*rows, strict=True)]
-    cur.execute(_rows_statement(schema), columns, prepare=True)
+    cur.execute(_rows_statement(schema), _columns(rows, 0), prepare=True)
     per_session = []
     for session_id, new in batches:
         events = [e for pos, r in enumerate(new, 1) for e in event_rows(pos, r[2], r[3])]
@@ -394,10 +433,11 @@ def _insert_rows(
 def _rows_statement(schema: sql.Identifier) -> sql.Composed:
     """``INSERT`` of message rows given as column arrays (``session_id`` first)."""
     names = ", ".join(name for name, _ in _COLUMNS)
+    picked = ", ".join(name for name, _ in _COLUMNS[:-1])
     arrays = ", ".join(f"%b::{kind}[]" for _, kind in (("session_id", "text"), *_COLUMNS))
     return sql.SQL(
         f"INSERT INTO {{s}}.messages (session_id, {names})"
-        f" SELECT session_id, {names} FROM unnest({arrays}) WITH ORDINALITY"
+        f" SELECT session_id, {picked}, tsv::tsvector FROM unnest({arrays}) WITH ORDINALITY"
         f" AS r(session_id, {names}, ord) ORDER BY r.ord"
     ).format(s=schema)
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from psycopg import sql
 
+from memoryport.storage.search_lexemes import fold_text
 from memoryport.storage.sessions import rows
-from memoryport.storage.sessions.postgres.migrations import fold_text
 from memoryport.storage.sessions.query import Node, Not, Or, Term
 from memoryport.storage.sessions.records import (
     MessageInput,

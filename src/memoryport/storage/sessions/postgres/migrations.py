@@ -12,12 +12,14 @@ first process migrates, the others wait and then find nothing to do.
 
 Schema notes (the PostgreSQL twin of the SQLite layout):
 
-* ``messages.tsv`` is a stored generated ``tsvector`` (``memoryport_english``: Snowball
-  English stemming, no stopword list) over ``content``, ``tool_name`` and ``tool_calls``, with a
-  GIN index. The text is first passed through :data:`SEARCH_FOLD` -- ASCII punctuation
-  becomes spaces and Latin diacritics are stripped -- so that ``/usr/lib/foo.py``,
+* ``messages.tsv`` is a ``tsvector`` over ``content``, ``tool_name`` and ``tool_calls``
+  with a GIN index: Snowball English stems, no stopword list; ASCII punctuation
+  separates words and Latin diacritics are stripped, so that ``/usr/lib/foo.py``,
   ``chat-send`` or ``user@example.com`` index as separate words (as SQLite's
-  ``unicode61`` tokenizer does) and ``café`` matches ``cafe``.
+  ``unicode61`` tokenizer does) and ``café`` matches ``cafe``. Until m030 a stored
+  generated column (``to_tsvector`` with ``memoryport_english`` over the text folded by
+  ``SEARCH_FOLD``); since m030 the store writes it (``memoryport.storage.search_lexemes``,
+  which builds the queries' lexemes too).
 * ``messages_content_trgm`` is a partial GIN ``pg_trgm`` index over the ``content`` of
   messages containing CJK, kana or Hangul text (the SQLite trigram index covers the same
   rows). ``pg_trgm`` is optional: when the extension cannot be created (not installed,
@@ -27,7 +29,6 @@ Schema notes (the PostgreSQL twin of the SQLite layout):
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -36,6 +37,8 @@ import psycopg
 from psycopg import sql
 
 from memoryport.errors import MigrationError
+from memoryport.storage import search_lexemes
+from memoryport.storage.search_lexemes import SEARCH_FOLD
 from memoryport.storage.sessions import migrate as runner
 from memoryport.storage.sessions.temporal import event_rows
 
@@ -45,12 +48,10 @@ __all__ = [
     "POLICIES",
     "PUNCTUATION_REGEX",
     "SCOPE_SETTING",
-    "SEARCH_FOLD",
     "SEARCH_VIEW",
     "Migration",
     "applied",
     "ensure_trigram_index",
-    "fold_text",
     "grant_app_role",
     "migrate",
     "pending",
@@ -69,32 +70,6 @@ CJK_REGEX = (
     "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002a6df]"
 )
 """POSIX regex matching text with CJK, kana or Hangul characters (the trigram scope)."""
-
-
-def _fold_table() -> tuple[str, str]:
-    src: list[str] = []
-    dst: list[str] = []
-    for code in range(0xC0, 0x250):
-        char = chr(code)
-        base = "".join(
-            c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c)
-        )
-        if len(base) == 1 and base != char and base.isascii() and base.isalpha():
-            src.append(char)
-            dst.append(base)
-    punctuation = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\ue000\ue001"
-    return "".join(src) + punctuation, "".join(dst) + " " * len(punctuation)
-
-
-SEARCH_FOLD: tuple[str, str] = _fold_table()
-"""``translate()`` arguments: Latin letters with diacritics -> base letter, punctuation -> space."""
-
-_FOLD_MAP = str.maketrans(*SEARCH_FOLD)
-
-
-def fold_text(text: str) -> str:
-    """Apply :data:`SEARCH_FOLD` in Python, exactly as the index does in SQL."""
-    return text.translate(_FOLD_MAP)
 
 
 def _literal(text: str) -> sql.Literal:
@@ -352,6 +327,35 @@ def m020_message_search_view(cur: Cursor, schema: sql.Identifier) -> None:
             f"CREATE VIEW {{s}}.{{v}} AS SELECT * FROM {{s}}.messages"
             f" WHERE {POLICIES['messages']} WITH CASCADED CHECK OPTION"
         ).format(s=schema, v=sql.Identifier(SEARCH_VIEW))
+    )
+
+
+@_migration
+def m030_stored_lexemes(cur: Cursor, schema: sql.Identifier) -> None:
+    """``tsv`` becomes a plain column the store writes (``search_lexemes``: folded, split
+    and stemmed in Python, sent as a ``tsvector`` literal), and every stored row is
+    re-stamped with those lexemes, so old rows match the queries built by the same
+    function.
+
+    ``DROP EXPRESSION`` keeps the column (the ``message_search`` view and its grants stay);
+    the GIN index is dropped for the re-stamp and rebuilt once after it (faster than
+    updating it row by row). Writing the column costs a few us of client time per
+    message where ``to_tsvector`` and the punctuation ``regexp_replace`` cost the server
+    ~40 us."""
+    cur.execute(
+        sql.SQL("ALTER TABLE {s}.messages ALTER COLUMN tsv DROP EXPRESSION").format(s=schema)
+    )
+    cur.execute(sql.SQL("DROP INDEX {s}.messages_tsv").format(s=schema))
+    search_lexemes.restamp(cur, schema, stale_only=False)
+    cur.execute(
+        sql.SQL("CREATE INDEX messages_tsv ON {s}.messages USING gin (tsv)").format(s=schema)
+    )
+    cur.execute(
+        sql.SQL(
+            "INSERT INTO {s}.meta(key, value) VALUES ('search_lexemes', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        ).format(s=schema),
+        (search_lexemes.VERSION,),
     )
 
 

@@ -30,15 +30,14 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from memoryport.storage import search_lexemes
 from memoryport.storage.sessions.postgres.dialect import (
-    compile_tsquery,
     decode_text,
     encode_text,
 )
 from memoryport.storage.sessions.postgres.migrations import (
     SCOPE_SETTING,
     SEARCH_VIEW,
-    ts_config,
 )
 from memoryport.storage.sessions.query import Node, Or, ParsedQuery, Term, literal_node
 from memoryport.storage.sessions.temporal import (
@@ -102,16 +101,9 @@ def weights_for(parsed: ParsedQuery, plan: str, hint: TimeHint) -> ContextWeight
 
 
 def tsquery_text(cur: Cursor, schema: sql.Identifier, node: Node) -> str:
-    """The normalised tsquery of ``node`` ("" when only stopwords or negations remain)."""
-    row = cur.execute(
-        sql.SQL("SELECT q::text, querytree(q) FROM to_tsquery({cfg}, %s) AS q").format(
-            cfg=ts_config(schema)
-        ),
-        (compile_tsquery(node),),
-    ).fetchone()
-    if row is None or not row[0] or row[1] == "T":
-        return ""
-    return str(row[0])
+    """The tsquery of ``node`` ("" when no lexeme or only negations remain), built by the
+    function that builds the stored lexemes (``search_lexemes.tsquery``; no round trip)."""
+    return search_lexemes.tsquery(node)
 
 
 def session_of(schema: sql.Identifier) -> sql.Composed:
