@@ -13,6 +13,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -190,3 +191,63 @@ def test_search_returns_the_full_ordering_of_its_candidates(tmp_path: Path, limi
             assert got == want and len(got) == min(limit, len(rows))
     finally:
         index.close()
+
+
+def _held_sync(tmp_path: Path) -> tuple[Any, sqlite3.Connection, threading.Thread]:
+    """A provider whose sync_turn of a new turn is held up by another connection's write
+    lock on its database (released by the caller), running on its own thread."""
+    from memoryport.providers.holographic import HolographicProvider
+    from memoryport.providers.holographic.provider import DB_NAME
+
+    home = tmp_path / "home"
+    home.mkdir()
+    provider = HolographicProvider()
+    provider.initialize("s1", home=str(home))
+    provider.sync_turn("We painted the garden shed blue.", "Nice.", session_id="s0")
+    blocker = sqlite3.connect(home / DB_NAME, isolation_level=None, check_same_thread=False)
+    blocker.execute("BEGIN IMMEDIATE")
+    sync = threading.Thread(target=provider.sync_turn, daemon=True,
+                            args=("My cat is called Miso.", "A lovely name."),
+                            kwargs={"session_id": "s1"})
+    sync.start()
+    return provider, blocker, sync
+
+
+def test_recall_waits_for_the_turn_still_being_stored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recall that starts while sync_turn is still storing the previous turn waits for
+    it (instead of racing it for the CPU), so it sees that turn."""
+    from memoryport.providers.holographic import provider as module
+
+    monkeypatch.setattr(module, "SYNC_WAIT", 30.0)
+    provider, blocker, sync = _held_sync(tmp_path)
+    try:
+        time.sleep(0.1)  # the sync is waiting for the write lock
+        threading.Timer(0.2, blocker.execute, ("COMMIT",)).start()
+        text = provider.prefetch("What is my cat called?", session_id="s1")
+        assert "Miso" in text
+        sync.join(10)
+    finally:
+        blocker.close()
+        provider.shutdown()
+
+
+def test_recall_waits_for_a_stuck_sync_only_so_long(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sync held up past SYNC_WAIT does not hold up the recall: it answers with what is
+    stored, and the turn is stored once the lock is free."""
+    from memoryport.providers.holographic import provider as module
+
+    monkeypatch.setattr(module, "SYNC_WAIT", 0.05)
+    provider, blocker, sync = _held_sync(tmp_path)
+    try:
+        time.sleep(0.1)
+        text = provider.prefetch("What did we paint blue?", session_id="s1")
+        assert "garden shed" in text and "Miso" not in text
+        assert sync.is_alive()  # still waiting for the lock: the recall did not wait
+        blocker.execute("COMMIT")
+        sync.join(10)
+        assert "Miso" in provider.prefetch("What is my cat called?", session_id="s1")
+    finally:
+        blocker.close()
+        provider.shutdown()

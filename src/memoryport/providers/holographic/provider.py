@@ -55,6 +55,10 @@ __all__ = ["DB_NAME", "HolographicProvider"]
 DB_NAME = "holographic.db"
 """The provider's database file under the home."""
 
+SYNC_WAIT = 0.05
+"""The longest ``prefetch`` waits (seconds) for a ``sync_turn`` still storing the
+previous turn before it searches (see :meth:`HolographicProvider.prefetch`)."""
+
 log = logging.getLogger("memoryport.providers.holographic")
 
 
@@ -72,6 +76,8 @@ class HolographicProvider(MemoryProvider):
         self._retrievals: list[int] = []  # recalled fact ids not yet counted in the store
         self._writes = 0
         self._lock = threading.Lock()
+        self._syncing = 0  # sync_turn calls running (under _lock)
+        self._synced = threading.Condition(self._lock)  # notified when the last one ends
 
     # ------------------------------------------------------------------ identity
     @property
@@ -201,6 +207,7 @@ class HolographicProvider(MemoryProvider):
         if store is None or not self.settings.inject or not query.strip():
             return ""
         key = session_id or self._context.session_id
+        self._wait_for_sync()
         generation = self._generation()
         with self._lock:
             warm = self._warm.get(key)
@@ -214,6 +221,15 @@ class HolographicProvider(MemoryProvider):
         with self._lock:
             self._warm[key] = (query, generation, text)
         return text
+
+    def _wait_for_sync(self) -> None:
+        """Let a ``sync_turn`` still storing the previous turn finish first (at most
+        :data:`SYNC_WAIT`): the recall then always sees that turn, and the two do not run
+        at once (on a 2-core CPU they slowed each other's SQLite and Python work by more
+        than the rest of the sync takes: ``benchmarks/bench_turn.py`` with no model wait)."""
+        with self._synced:
+            if self._syncing:
+                self._synced.wait_for(lambda: not self._syncing, SYNC_WAIT)
 
     def on_session_switch(self, new_session_id: str, **kwargs: Any) -> None:
         """Drop every warmed recall; follow the new session id."""
@@ -257,6 +273,18 @@ class HolographicProvider(MemoryProvider):
         in it. Keywords for imported conversations: ``timestamp`` (epoch seconds of the
         turn), ``speaker`` (who "I" is; default ``user``), ``assistant_speaker``
         (default ``assistant``) and ``source_id`` (the message id)."""
+        with self._lock:
+            self._syncing += 1
+        try:
+            self._sync_turn(user_content, assistant_content, session_id, kwargs)
+        finally:
+            with self._synced:
+                self._syncing -= 1
+                if not self._syncing:
+                    self._synced.notify_all()
+
+    def _sync_turn(self, user_content: str, assistant_content: str, session_id: str,
+                   kwargs: dict[str, Any]) -> None:
         store = self._writable()
         if store is None:
             return
@@ -265,9 +293,8 @@ class HolographicProvider(MemoryProvider):
         session = session_id or self._context.session_id or "default"
         source_id = str(kwargs.get("source_id") or "")
         speaker = str(kwargs.get("speaker") or "user")
-        # The turns first: the next turn's recall opens with a fact search, which would
-        # wait for this write of the retrieval counts (the fact store has one connection)
-        # when no model call separates the turns (bench_turn --model-ms 0).
+        # The turns first: a recall that stops waiting for this sync (SYNC_WAIT) finds
+        # them stored sooner (the retrieval counts and facts follow).
         self._store_turns(session, speaker, str(kwargs.get("assistant_speaker") or "assistant"),
                           user_content, assistant_content, timestamp, source_id)
         self._flush_retrievals(store)
