@@ -251,3 +251,35 @@ def test_recall_waits_for_a_stuck_sync_only_so_long(
     finally:
         blocker.close()
         provider.shutdown()
+
+
+def _block_postings(path: Path) -> list[tuple[Any, ...]]:
+    """Every (term, block, offset) of the session-block word index, read back."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, blocks_fts, instance)")
+        return conn.execute("SELECT term, doc, offset FROM temp.v ORDER BY 1, 2, 3").fetchall()
+    finally:
+        conn.close()
+
+
+def test_block_text_kept_by_the_writer_matches_the_stored_turns(tmp_path: Path) -> None:
+    """The writer reuses the text it last wrote for a block only while nobody else has
+    appended to it: two indexes appending to the same sessions in turn (and a batch
+    spanning two blocks) leave exactly the block index of the same turns stored at once."""
+    rng = random.Random(3)
+    turns = [_turn(rng, f"s{rng.randint(0, 2)}", None, START + n) for n in range(2 * 64 + 40)]
+    one, two = TurnIndex(tmp_path / "a.db", dense=False), TurnIndex(tmp_path / "a.db", dense=False)
+    at_once = TurnIndex(tmp_path / "b.db", dense=False)
+    try:
+        at = 0
+        while at < len(turns):
+            size = rng.choice((1, 1, 2, 70))
+            (one if rng.random() < 0.5 else two).add_turns(turns[at:at + size])
+            at += size
+        at_once.add_turns(turns)
+    finally:
+        one.close()
+        two.close()
+        at_once.close()
+    assert _block_postings(tmp_path / "a.db") == _block_postings(tmp_path / "b.db")

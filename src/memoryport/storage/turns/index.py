@@ -56,6 +56,12 @@ SESSION_DEPTH = 1
 matching block still scores its turns' ``session`` signal). 1, 2 and 3 give the same
 LoCoMo cat 1-4 R@5/R@10 at MAIN_DEPTH 80 (0.700/0.776-0.777); 1 scores 64 fewer turns."""
 
+BLOCK_TEXTS = 32
+"""How many session blocks' current text the writer keeps (the blocks it wrote last),
+so appending a turn to a block does not read the block's turns back to rebuild it."""
+BLOCK_CHARS = 2_000_000
+"""The most characters of block text the writer keeps (cleared when past it)."""
+
 NAMES_CACHE = 100_000
 """How many turns' :func:`~memoryport.storage.turns.rank.name_stems` a TurnIndex keeps
 in memory (cleared when full)."""
@@ -179,6 +185,8 @@ class TurnIndex:
         )
         self._lock, self._conn = self._write_lock, self._writer
         self._cache = RowCache(schema.BLOCK_TURNS)  # searches' rows (under self._lock)
+        # block -> (block id, next position, text) as last committed by this writer
+        self._blocks: dict[tuple[str, str, int], tuple[int, int, str]] = {}
         try:
             enable_wal(self._writer)
             self._writer.execute("PRAGMA synchronous=NORMAL")
@@ -230,10 +238,12 @@ class TurnIndex:
             return []
         with self._write_lock:
             conn = self._writer
+            written: dict[tuple[str, str, int], tuple[int, int, str]] = {}
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                ids = self._insert(checked)
+                ids = self._insert(checked, written)
                 conn.execute("COMMIT")
+                self._remember_blocks(written)
             except BaseException as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -249,10 +259,11 @@ class TurnIndex:
         seconds passed (False); True at once without an embedder."""
         return self._vectors is None or self._vectors.flush(timeout)
 
-    def _insert(self, turns: list[TurnInput]) -> list[int]:
+    def _insert(self, turns: list[TurnInput],
+                written: dict[tuple[str, str, int], tuple[int, int, str]]) -> list[int]:
         conn = self._writer
         nexts: dict[tuple[str, str], int] = {}
-        touched: dict[tuple[str, str, int], int] = {}  # block -> first new position
+        touched: dict[tuple[str, str, int], list[tuple[int, str]]] = {}  # new (pos, body)
         ids = []
         now = time.time()
         for turn in turns:
@@ -285,42 +296,69 @@ class TurnIndex:
                     event_rows(turn_id, turn.text, float(turn.timestamp)),
                 )
             ids.append(turn_id)
-            touched.setdefault((*key, position // schema.BLOCK_TURNS), position)
-        for block, first_new in touched.items():
-            self._reindex_block(block, first_new)
+            touched.setdefault((*key, position // schema.BLOCK_TURNS), []).append(
+                (position, _body(turn.speaker, turn.text)))
+        for block, added in touched.items():
+            written[block] = self._reindex_block(block, added)
         return ids
 
-    def _reindex_block(self, block: tuple[str, str, int], first_new: int) -> None:
-        """Replace a session block's document with its turns' text (old text rebuilt
-        from the turns stored before this transaction, for the FTS5 delete)."""
+    def _reindex_block(self, block: tuple[str, str, int], added: list[tuple[int, str]]
+                       ) -> tuple[int, int, str]:
+        """Replace a session block's document with its turns' text; return the block's
+        ``(id, next position, text)``. ``added`` are the turns this transaction stored
+        in it (position, body), in position order. The old text (for the FTS5 delete) is
+        the one this writer committed last when the block has not grown since (turns are
+        append-only and positions gapless: nobody else wrote to it), else it is rebuilt
+        from the turns stored before this transaction."""
         conn = self._writer
-        user, session, number = block
-        lo = number * schema.BLOCK_TURNS
-        rows = conn.execute(
-            "SELECT position, speaker, text FROM turns WHERE user_id = ? AND session_id = ?"
-            " AND position >= ? AND position < ? ORDER BY position",
-            (user, session, lo, lo + schema.BLOCK_TURNS),
-        ).fetchall()
-        found = conn.execute(
-            "SELECT id FROM turn_blocks WHERE user_id = ? AND session_id = ? AND block = ?",
-            block,
-        ).fetchone()
-        if found is None:
+        first_new = added[0][0]
+        kept = self._blocks.get(block)
+        if kept is not None and kept[1] == first_new:
+            block_id, old = kept[0], kept[2]
+        else:
+            block_id, old = self._stored_block(block, first_new)
+        if block_id:
+            conn.execute(
+                "INSERT INTO blocks_fts(blocks_fts, rowid, body) VALUES ('delete', ?, ?)",
+                (block_id, old),
+            )
+        else:
             block_id = int(
                 conn.execute(
                     "INSERT INTO turn_blocks(user_id, session_id, block) VALUES (?, ?, ?)", block
                 ).lastrowid
                 or 0
             )
-        else:
-            block_id = int(found[0])
-            old = "\n".join(_body(s, t) for p, s, t in rows if p < first_new)
-            conn.execute(
-                "INSERT INTO blocks_fts(blocks_fts, rowid, body) VALUES ('delete', ?, ?)",
-                (block_id, old),
-            )
-        new = "\n".join(_body(s, t) for _, s, t in rows)
+        older = first_new > block[2] * schema.BLOCK_TURNS  # turns before this transaction's
+        new = "\n".join([old, *(body for _, body in added)] if older else
+                        [body for _, body in added])
         conn.execute("INSERT INTO blocks_fts(rowid, body) VALUES (?, ?)", (block_id, new))
+        return block_id, added[-1][0] + 1, new
+
+    def _stored_block(self, block: tuple[str, str, int], first_new: int) -> tuple[int, str]:
+        """The block's id (0 when it has none yet) and the text of its turns stored
+        before ``first_new``."""
+        conn = self._writer
+        user, session, number = block
+        found = conn.execute(
+            "SELECT id FROM turn_blocks WHERE user_id = ? AND session_id = ? AND block = ?",
+            block,
+        ).fetchone()
+        rows = conn.execute(
+            "SELECT speaker, text FROM turns WHERE user_id = ? AND session_id = ?"
+            " AND position >= ? AND position < ? ORDER BY position",
+            (user, session, number * schema.BLOCK_TURNS, first_new),
+        ).fetchall()
+        return (int(found[0]) if found else 0), "\n".join(_body(s, t) for s, t in rows)
+
+    def _remember_blocks(self, written: dict[tuple[str, str, int], tuple[int, int, str]]
+                         ) -> None:
+        """Keep the text of the blocks just committed (bounded; see BLOCK_TEXTS)."""
+        kept = self._blocks
+        kept.update(written)
+        if len(kept) > BLOCK_TEXTS or sum(len(v[2]) for v in kept.values()) > BLOCK_CHARS:
+            kept.clear()
+            kept.update(written)
 
     def search(self, query: str, *, limit: int = 10, user_id: str | None = None) -> list[TurnHit]:
         """The ``limit`` best turns for ``query`` in ``user_id``'s scope, best first."""
