@@ -38,7 +38,7 @@ from memoryport.storage.turns.rank import (
     names_other,
     query_words,
 )
-from memoryport.storage.turns.rowcache import RowCache
+from memoryport.storage.turns.rowcache import BlockTexts, RowCache
 
 __all__ = ["MAX_LIMIT", "TurnHit", "TurnIndex", "TurnInput"]
 
@@ -55,12 +55,6 @@ SESSION_DEPTH = 1
 """How many best-matching session blocks contribute all their turns as candidates (every
 matching block still scores its turns' ``session`` signal). 1, 2 and 3 give the same
 LoCoMo cat 1-4 R@5/R@10 at MAIN_DEPTH 80 (0.700/0.776-0.777); 1 scores 64 fewer turns."""
-
-BLOCK_TEXTS = 32
-"""How many session blocks' current text the writer keeps (the blocks it wrote last),
-so appending a turn to a block does not read the block's turns back to rebuild it."""
-BLOCK_CHARS = 2_000_000
-"""The most characters of block text the writer keeps (cleared when past it)."""
 
 NAMES_CACHE = 100_000
 """How many turns' :func:`~memoryport.storage.turns.rank.name_stems` a TurnIndex keeps
@@ -185,8 +179,7 @@ class TurnIndex:
         )
         self._lock, self._conn = self._write_lock, self._writer
         self._cache = RowCache(schema.BLOCK_TURNS)  # searches' rows (under self._lock)
-        # block -> (block id, next position, text) as last committed by this writer
-        self._blocks: dict[tuple[str, str, int], tuple[int, int, str]] = {}
+        self._blocks = BlockTexts()  # the writer's (under self._write_lock)
         try:
             enable_wal(self._writer)
             self._writer.execute("PRAGMA synchronous=NORMAL")
@@ -243,7 +236,7 @@ class TurnIndex:
                 conn.execute("BEGIN IMMEDIATE")
                 ids = self._insert(checked, written)
                 conn.execute("COMMIT")
-                self._remember_blocks(written)
+                self._blocks.remember(written)
             except BaseException as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -312,11 +305,8 @@ class TurnIndex:
         from the turns stored before this transaction."""
         conn = self._writer
         first_new = added[0][0]
-        kept = self._blocks.get(block)
-        if kept is not None and kept[1] == first_new:
-            block_id, old = kept[0], kept[2]
-        else:
-            block_id, old = self._stored_block(block, first_new)
+        kept = self._blocks.get(block, first_new)
+        block_id, old = kept if kept is not None else self._stored_block(block, first_new)
         if block_id:
             conn.execute(
                 "INSERT INTO blocks_fts(blocks_fts, rowid, body) VALUES ('delete', ?, ?)",
@@ -350,15 +340,6 @@ class TurnIndex:
             (user, session, number * schema.BLOCK_TURNS, first_new),
         ).fetchall()
         return (int(found[0]) if found else 0), "\n".join(_body(s, t) for s, t in rows)
-
-    def _remember_blocks(self, written: dict[tuple[str, str, int], tuple[int, int, str]]
-                         ) -> None:
-        """Keep the text of the blocks just committed (bounded; see BLOCK_TEXTS)."""
-        kept = self._blocks
-        kept.update(written)
-        if len(kept) > BLOCK_TEXTS or sum(len(v[2]) for v in kept.values()) > BLOCK_CHARS:
-            kept.clear()
-            kept.update(written)
 
     def search(self, query: str, *, limit: int = 10, user_id: str | None = None) -> list[TurnHit]:
         """The ``limit`` best turns for ``query`` in ``user_id``'s scope, best first."""

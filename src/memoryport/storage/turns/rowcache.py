@@ -1,4 +1,5 @@
-"""Stored turns' rows kept in memory for the turn index's candidate lookups.
+"""Stored turns' rows kept in memory for the turn index's candidate lookups (and, in
+:class:`BlockTexts`, the session-block text its writer committed last).
 
 A search reads the rows of about a hundred and fifty candidate turns (the best matches,
 their neighbours, the best session block's turns); most of them were candidates of the
@@ -22,8 +23,8 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-__all__ = ["BLOCKS_CACHE", "CATCH_UP_MAX", "ROWS_CACHE", "ROWS_CHARS", "TURN_COLUMNS", "Row",
-           "RowCache"]
+__all__ = ["BLOCKS_CACHE", "BLOCK_CHARS", "BLOCK_TEXTS", "CATCH_UP_MAX", "ROWS_CACHE",
+           "ROWS_CHARS", "TURN_COLUMNS", "BlockTexts", "Row", "RowCache"]
 
 ROWS_CACHE = 50_000
 """How many turns' rows a cache holds at most (cleared when full)."""
@@ -33,6 +34,10 @@ BLOCKS_CACHE = 256
 """How many complete session blocks a cache holds at most (cleared when full)."""
 CATCH_UP_MAX = 1_000
 """A catch-up past this many new turns drops the cached blocks instead of reading them."""
+BLOCK_TEXTS = 32
+"""How many session blocks' text the turn index's writer keeps (:class:`BlockTexts`)."""
+BLOCK_CHARS = 2_000_000
+"""The most characters of block text the writer keeps (cleared when past it)."""
 
 TURN_COLUMNS = "id, session_id, position, speaker, text, timestamp, source_id, temporal"
 """The columns of a row, in order."""
@@ -140,3 +145,30 @@ class RowCache:
         if block is None:
             return False, None
         return True, block.get(position)
+
+
+class BlockTexts:
+    """The text of the session blocks a turn index's writer committed last, so appending
+    a turn to a block does not read the block's turns back to rebuild its old document
+    (which the FTS5 delete needs). A kept text is used only while the block has not
+    grown since (turns are append-only and a session's positions have no gaps, so a
+    block whose next position is still the kept one holds exactly the kept turns);
+    otherwise the writer reads the block. Bounded (:data:`BLOCK_TEXTS` blocks,
+    :data:`BLOCK_CHARS` characters); not thread-safe (the writer's lock guards it)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[_BlockKey, tuple[int, int, str]] = {}  # (id, next position, text)
+
+    def get(self, block: _BlockKey, first_new: int) -> tuple[int, str] | None:
+        """``(block id, text)`` when the block's kept text ends right before position
+        ``first_new``; None when there is none or the block has grown since."""
+        kept = self._kept.get(block)
+        return (kept[0], kept[2]) if kept is not None and kept[1] == first_new else None
+
+    def remember(self, written: dict[_BlockKey, tuple[int, int, str]]) -> None:
+        """Keep ``(id, next position, text)`` of the blocks a transaction committed."""
+        kept = self._kept
+        kept.update(written)
+        if len(kept) > BLOCK_TEXTS or sum(len(v[2]) for v in kept.values()) > BLOCK_CHARS:
+            kept.clear()
+            kept.update(written)
