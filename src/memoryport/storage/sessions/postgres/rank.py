@@ -260,6 +260,14 @@ _RANGE_READ = (
     " WHERE m.id > %s AND m.id <= %s OFFSET 0) AS x, CAST(%s AS tsquery) AS q"
     " WHERE x.tsv @@ q"
 )
+_NEWEST_READ = (
+    "SELECT m.id, ts_rank_cd(m.tsv, q, 1), m.session_id, m.role"
+    f" FROM {{s}}.{SEARCH_VIEW} m, CAST(%s AS tsquery) AS q"
+    " WHERE (m.tsv @@ q) IS TRUE ORDER BY m.id DESC LIMIT %s"
+)
+"""The newest matches of a common word: the primary key read backwards, each row tested,
+stopping at the limit (``IS TRUE`` is no index condition, so the GIN index, which would
+list every match first, is not a choice)."""
 _TID_COST = 0.2
 """What listing one match of the GIN index costs, in rows read in id order."""
 
@@ -294,8 +302,10 @@ def _newest(
     ranges backwards, sized from the estimated share of matches. The planner serves a
     range with the GIN index and the primary key together (``BitmapAnd``: only the
     range's matches are fetched, so ``photo*``, 18,000 of 1M messages, fetches ~2,000
-    rows, not 18,000) or, for a word as common as ``really`` (40%), reads the range's
-    ~4,000 rows in order instead of fetching 400,000 matches to keep the newest 1,500."""
+    rows, not 18,000); a word as common as ``really`` (40%) is read row by row backwards
+    from the newest, until ``window`` match (:data:`_NEWEST_READ`: ~4,000 rows instead of
+    fetching 400,000 matches to keep the newest 1,500, and no range read past the last
+    one needed)."""
     expected = estimate(cur, schema, compiled)
     row = cur.execute(
         sql.SQL(
@@ -315,6 +325,9 @@ def _newest(
         rows = cur.execute(sql.SQL(_ALL).format(s=schema), (compiled,)).fetchall()
         return _scored(rows, owners)[:window]
     chunk = int(window / share * 1.25) + 64
+    if not by_index(expected, chunk):  # common: the newest rows in id order, until enough
+        rows = cur.execute(sql.SQL(_NEWEST_READ).format(s=schema), (compiled, window))
+        return _scored(rows.fetchall(), owners)
     found: list[tuple[int, float]] = []
     while high > 0 and len(found) < window:
         low = max(0, high - chunk)
@@ -334,10 +347,12 @@ def _rank(
     need: int,
     window: int | None,
     scores: dict[int, float],
+    whole: bool = False,
 ) -> Ranked:
     """Rank every match (``window=None``) or the newest ``window`` ones, widened when the
     scope leaves fewer than ``need``; ``scores`` receives every match read, in scope or
-    not. Ties: the newest first."""
+    not. Ties: the newest first. The scope is checked in rank order until ``need`` pass
+    (the rest is never shown), or for every match when ``whole``."""
     owners: Owners = {}
     while True:
         if window is None:
@@ -347,7 +362,7 @@ def _rank(
             found = _newest(cur, schema, compiled, window, owners)
         ordered = sorted(found, key=lambda r: (-r[1], -r[0]))
         scores.update(ordered)
-        kept = keep_in_scope(cur, schema, ordered, scope, len(ordered), owners)
+        kept = keep_in_scope(cur, schema, ordered, scope, len(ordered) if whole else need, owners)
         if len(kept) >= need or window is None or len(found) < window:
             return kept
         window *= 8
@@ -362,20 +377,24 @@ def ranked_ids(
     need: int,
     scores: dict[int, float],
 ) -> Ranked:
-    """Relevance order over a bounded candidate set (see the module docstring)."""
+    """Relevance order over a bounded candidate set (see the module docstring). Only the
+    first ``need`` in scope are certain to be listed (the page and the re-rank read no
+    further), unless the query has literal text: :func:`literal_first` places literal
+    matches by their rank among all candidates in scope."""
     root = parsed.root
+    whole = bool(parsed.literals)
     if not (isinstance(root, Or) and all(isinstance(c, Term) for c in root.children)):
-        return _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores)
+        return _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores, whole)
     if estimate(cur, schema, compiled) <= RELEVANCE_WINDOW:
-        return _rank(cur, schema, compiled, scope, need, None, scores)
+        return _rank(cur, schema, compiled, scope, need, None, scores, whole)
     ranked: Ranked = []
     selective = _selective(cur, schema, root)
     if selective:
-        ranked = _rank(cur, schema, selective, scope, need, None, scores)
+        ranked = _rank(cur, schema, selective, scope, need, None, scores, whole)
         if len(ranked) >= need:
             return ranked
     seen = {i for i, _ in ranked}
-    more = _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores)
+    more = _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores, whole)
     return ranked + [r for r in more if r[0] not in seen]
 
 
