@@ -315,7 +315,8 @@ class PostgresSessionStore(SessionStore):
     def _sessions_titled(self, title: str, scope: SearchScope, limit: int) -> list[SessionRecord]:
         where, params = scope_sql(scope)
         query = sql.SQL(
-            "SELECT {cols} FROM {s}.sessions s WHERE lower(btrim(s.title)) = lower(%s){where}"
+            "SELECT {cols} FROM {s}.session_search s"  # title index usable under RLS (m040)
+            " WHERE lower(btrim(s.title)) = lower(%s){where}"
             " ORDER BY s.last_active_at DESC, s.id DESC LIMIT %s"
         ).format(cols=sql.SQL(SESSION_COLUMNS), s=self._s, where=where)
         value = encode_text(valid_text(title))
