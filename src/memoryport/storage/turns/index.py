@@ -519,29 +519,30 @@ class TurnIndex:
                         " OR EXISTS(SELECT 1 FROM turns WHERE user_id > ?1)",
                         (scope,)).fetchone()[0]:
             ranked = conn.execute(
-                f"SELECT {_T_COLUMNS}, -bm25(turns_fts) FROM turns_fts f"
+                f"SELECT {_T_COLUMNS}, bm25(turns_fts) AS s FROM turns_fts f"
                 " JOIN turns t ON t.id = f.rowid WHERE turns_fts MATCH ? AND t.user_id = ?"
-                " ORDER BY bm25(turns_fts) LIMIT ?",
+                " ORDER BY s LIMIT ?",
                 (match, scope, MAIN_DEPTH),
             ).fetchall()
             found: list[_Row] = [tuple(r[:-1]) for r in ranked]
             cache.keep(scope, found)
         else:
             ranked = conn.execute(
-                "SELECT rowid, -bm25(turns_fts) FROM turns_fts WHERE turns_fts MATCH ?"
-                " ORDER BY bm25(turns_fts) LIMIT ?", (match, MAIN_DEPTH),
+                "SELECT rowid, bm25(turns_fts) AS s FROM turns_fts WHERE turns_fts MATCH ?"
+                " ORDER BY s LIMIT ?", (match, MAIN_DEPTH),
             ).fetchall()
             found = cache.by_ids(conn, [r[0] for r in ranked], scope)
-        return {(r[1], r[2]): float(s[-1]) for r, s in zip(found, ranked, strict=True)}, found
+        # bm25() once per row (the sort key is the selected value), negated here
+        return {(r[1], r[2]): -float(s[-1]) for r, s in zip(found, ranked, strict=True)}, found
 
     def _block_scores(self, match: str, scope: str) -> dict[tuple[str, int], float]:
         rows = self._conn.execute(
-            "SELECT b.session_id, b.block, -bm25(blocks_fts) FROM blocks_fts f"
+            "SELECT b.session_id, b.block, bm25(blocks_fts) AS s FROM blocks_fts f"
             " JOIN turn_blocks b ON b.id = f.rowid WHERE blocks_fts MATCH ? AND b.user_id = ?"
-            " ORDER BY bm25(blocks_fts) LIMIT ?",
+            " ORDER BY s LIMIT ?",
             (match, scope, MAIN_DEPTH),
         )
-        return {(s, b): float(v) for s, b, v in rows}
+        return {(s, b): -float(v) for s, b, v in rows}
 
     def _candidate_rows(
         self,
