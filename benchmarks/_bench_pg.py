@@ -217,6 +217,33 @@ class PostgresBackend:
             "fsync": fsync,
         }
 
+    def server_cpu(self) -> float | None:
+        """CPU seconds (user + system) used so far by the server's processes: the
+        postmaster of this connection's backend and all its children, read from
+        ``/proc`` (``None`` when the server is not on this machine or not readable)."""
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                row = conn.execute("SELECT pg_backend_pid()").fetchone()
+            backend = int(row[0]) if row else 0
+            status = Path(f"/proc/{backend}/status").read_text()
+            postmaster = int(
+                next(ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:"))
+            )
+        except (psycopg.Error, OSError, StopIteration, ValueError):
+            return None
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(entry.name) == postmaster or int(fields[1]) == postmaster:
+                total += int(fields[11]) + int(fields[12])
+        return total / tick
+
     def close(self) -> None:
         """Stop the server this run started (a ``--dsn`` server is left alone)."""
         if self.server is not None:

@@ -157,6 +157,10 @@ class Backend:
         """Engine name and version for the report."""
         return {"backend": "sqlite", "version": __import__("sqlite3").sqlite_version}
 
+    def server_cpu(self) -> float | None:
+        """CPU seconds a database server has used so far (SQLite has none: ``None``)."""
+        return None
+
     def close(self) -> None:
         """Release what the backend started (nothing for SQLite)."""
 
@@ -184,21 +188,31 @@ def ingest_single(backend: Backend, label: str, n: int) -> float:
     return rate
 
 
-def ingest_batched(backend: Backend, label: str, n: int) -> tuple[float, int]:
-    """Messages per second with one append_messages call per session; raw text bytes.
+def ingest_batched(backend: Backend, label: str, n: int) -> tuple[float, int, dict[str, Any]]:
+    """Messages per second with one append_messages call per session; raw text bytes;
+    CPU microseconds per message of this process (``client_us``) and, on PostgreSQL, of
+    the server's processes (``server_us``; ``None`` when they cannot be read).
 
     Each session costs two write transactions (``create_session``, then the batch)."""
     store = backend.open(label)
-    raw, count, elapsed = 0, 0, 0.0
+    raw, count, elapsed, cpu = 0, 0, 0.0, 0.0
+    server_start = backend.server_cpu()
     for session, messages in corpus(n):
         raw += sum(len(m["content"].encode()) for m in messages)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         sid = _create(store, session)
         store.append_messages(sid, messages)
         elapsed += time.perf_counter() - start
+        cpu += time.process_time() - cpu_start
         count += len(messages)
+    server_end = backend.server_cpu()
     backend.finish(store)
-    return count / elapsed, raw
+    server = None if server_start is None or server_end is None else server_end - server_start
+    costs = {
+        "client_us": round(1e6 * cpu / count, 1),
+        "server_us": None if server is None else round(1e6 * server / count, 1),
+    }
+    return count / elapsed, raw, costs
 
 
 def ingest_one_transaction(backend: Backend, label: str, n: int) -> float:
@@ -311,6 +325,8 @@ def run_size(n: int, rounds: int, backend: Backend, *, reuse: bool = False) -> d
     one_tx: float | None = None
     commit_ms: float | None = None
     raw: int | None = None
+    costs: dict[str, Any] = {"client_us": None, "server_us": None}
+    ingest_load: list[float] | None = None
     if reuse and backend.exists(label):
         raw = int(raw_path.read_text()) if raw_path.exists() else None
     else:
@@ -321,7 +337,8 @@ def run_size(n: int, rounds: int, backend: Backend, *, reuse: bool = False) -> d
         backend.drop(f"commit_{n}")
         one_tx = ingest_one_transaction(backend, f"one_tx_{n}", n)
         backend.drop(f"one_tx_{n}")
-        batched, raw = ingest_batched(backend, label, n)
+        ingest_load = [round(x, 2) for x in os.getloadavg()]
+        batched, raw, costs = ingest_batched(backend, label, n)
         raw_path.write_text(str(raw))
     size = backend.size(label)
     load = [round(x, 2) for x in os.getloadavg()]
@@ -338,6 +355,7 @@ def run_size(n: int, rounds: int, backend: Backend, *, reuse: bool = False) -> d
         "ingest_single_msg_s": None if single is None else round(single),
         "ingest_single_n": single_n,
         "ingest_batched_msg_s": None if batched is None else round(batched),
+        "ingest_batched_cpu_us_per_msg": costs,
         "ingest_one_transaction_msg_s": None if one_tx is None else round(one_tx),
         "commit_p50_ms": commit_ms,
         "mean_batch": round(n / sum(1 for _ in corpus(n))),
@@ -346,6 +364,7 @@ def run_size(n: int, rounds: int, backend: Backend, *, reuse: bool = False) -> d
         "db_over_raw": None if raw is None else round(size / raw, 2),
         "bytes_per_message": round(size / n, 1),
         "load_average": load,
+        "load_average_before_batched_ingest": ingest_load,
         "latency": measured,
     }
 
@@ -357,6 +376,11 @@ def _print(report: dict[str, Any]) -> None:
             f"ingest one-by-one: {res['ingest_single_msg_s']} msg/s "
             f"(first {res['ingest_single_n']:,}); batched: {res['ingest_batched_msg_s']} msg/s"
             f"; load average before latency: {res['load_average']}"
+        )
+        cpu = res["ingest_batched_cpu_us_per_msg"]
+        print(
+            f"batched CPU per message: client {cpu['client_us']} us, server {cpu['server_us']}"
+            f" us; load average before it: {res['load_average_before_batched_ingest']}"
         )
         print(
             f"batched, one transaction per batch (sync_sessions): "

@@ -379,6 +379,21 @@ def _columns(rows: Sequence[tuple[Any, ...]], skip: int) -> list[list[Any]]:
     return columns
 
 
+_RENDERED: dict[tuple[str, Callable[[sql.Identifier], sql.Composed]], bytes] = {}
+
+
+def _rendered(
+    cur: Cursor, schema: sql.Identifier, statement: Callable[[sql.Identifier], sql.Composed]
+) -> bytes:
+    """``statement(schema)`` as bytes, rendered once per schema (building and quoting the
+    composed statement cost ~50 us a call)."""
+    key = (schema.as_string(cur), statement)
+    text = _RENDERED.get(key)
+    if text is None:
+        text = _RENDERED[key] = statement(schema).as_bytes(cur)
+    return text
+
+
 def append_batch(
     cur: Cursor, schema: sql.Identifier, session_id: str, items: Sequence[MessageInput], now: float
 ) -> Callable[[], list[int]]:
@@ -393,19 +408,20 @@ def append_batch(
     last = max(now if m.timestamp is None else float(m.timestamp) for m in items)
     rows = [message_values(session_id, m, now) for m in items[:_FIRST_CHUNK]]
     head = [len(items), tool_calls, last, session_id, *_columns(rows, 1)]
-    cur.execute(append_statement(schema), head, prepare=True)
+    cur.execute(_rendered(cur, schema, append_statement), head, prepare=True)
     cursors = [cur]
     for start in range(_FIRST_CHUNK, len(items), _CHUNK):
         chunk = [message_values(session_id, m, now) for m in items[start : start + _CHUNK]]
         rows.extend(chunk)
         more = conn.cursor()
-        more.execute(_more_statement(schema), [session_id, *_columns(chunk, 1)], prepare=True)
+        more_sql = _rendered(cur, schema, _more_statement)
+        more.execute(more_sql, [session_id, *_columns(chunk, 1)], prepare=True)
         cursors.append(more)
     events = [e for pos, r in enumerate(rows, 1) for e in event_rows(pos, r[2], r[3])]
     if events:
         event_columns = [list(c) for c in zip(*events, strict=True)]
         with conn.cursor() as other:
-            other.execute(_positional_events_statement(schema),
+            other.execute(_rendered(cur, schema, _positional_events_statement),
                           [session_id, len(rows), *event_columns], prepare=True)  # fmt: skip
     return lambda: [int(row[0]) for c in cursors for row in c.fetchall()]
 
