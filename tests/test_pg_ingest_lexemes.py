@@ -14,6 +14,7 @@ from memoryport.errors import SessionNotFound, StoreError
 from memoryport.storage import search_lexemes
 from memoryport.storage.sessions.postgres import PostgresSessionStore, migrations
 from memoryport.storage.sessions.query import And, Not, Or, Term, parse_query
+from memoryport.storage.sessions.records import SessionRecord
 
 pytestmark = pytest.mark.postgres
 
@@ -172,3 +173,20 @@ def test_rebuild_index_restamps_a_vector_changed_behind_the_store(
     pg_store.rebuild_index()
     pg_store.check_index()
     assert mid in _ids(pg_store, "pangolin")
+
+
+def test_a_long_sync_lands_in_order_or_not_at_all(pg_store: PostgresSessionStore) -> None:
+    def record(sid: str, parent: str | None = None) -> SessionRecord:
+        return SessionRecord(id=sid, source="cli", started_at=1.0, last_active_at=1.0,
+                             parent_session_id=parent)  # fmt: skip
+
+    batch = [{"role": "user", "content": f"gecko {i}", "timestamp": 2.0 + i} for i in range(150)]
+    with pytest.raises(SessionNotFound):
+        pg_store.sync_sessions([(record("a"), batch), (record("b", parent="missing"), batch)])
+    assert pg_store.search_messages("gecko").hits == [] and pg_store.list_sessions() == []
+    report = pg_store.sync_sessions([(record("a"), batch), (record("b"), batch[:90])])
+    assert (report.sessions_created, report.messages_created) == (2, 240)
+    stored = pg_store.get_messages("a") + pg_store.get_messages("b")
+    assert [m.content for m in stored] == [m["content"] for m in batch + batch[:90]]
+    assert [m.id for m in stored] == sorted(m.id for m in stored)
+    assert len(pg_store.search_messages("gecko", limit=500).hits) == 240

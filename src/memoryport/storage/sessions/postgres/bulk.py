@@ -430,12 +430,16 @@ def _insert_rows(
     cur: Cursor, schema: sql.Identifier, batches: Sequence[tuple[str, list[tuple[Any, ...]]]]
 ) -> None:
     """Queue the insert of every session's new message rows (``message_values`` tuples)
-    in input order, in one statement, then their event windows by position (see
+    in input order, in chunks as :func:`append_batch` sends them (the server inserts one
+    while Python stamps the next), then their event windows by position (see
     :func:`_positional_events_statement`: each session here is new or locked)."""
     rows = [r for _, new in batches for r in new]
-    if not rows:
-        return
-    cur.execute(_rows_statement(schema), _columns(rows, 0), prepare=True)
+    insert = _rendered(cur, schema, _rows_statement)
+    start = 0
+    while start < len(rows):
+        end = start + (_CHUNK if start else _FIRST_CHUNK)
+        cur.execute(insert, _columns(rows[start:end], 0), prepare=True)
+        start = end
     per_session = []
     for session_id, new in batches:
         events = [e for pos, r in enumerate(new, 1) for e in event_rows(pos, r[2], r[3])]
