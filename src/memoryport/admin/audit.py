@@ -10,6 +10,7 @@ and the call goes on. Storage: ``memoryport.storage.audit`` (``<home>/audit.db``
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -34,6 +35,7 @@ __all__ = [
     "audit_log",
     "events",
     "is_read_call",
+    "log_path",
     "log_recall",
     "log_tool_call",
     "parse_since",
@@ -64,10 +66,15 @@ _logs: OrderedDict[tuple[Path, int], AuditLog] = OrderedDict()
 _logs_lock = threading.Lock()
 
 
+@functools.lru_cache(maxsize=64)
+def log_path(home: Path) -> Path:
+    """``<home>/audit.db`` (the path object kept per home: asked for at every turn)."""
+    return Path(home) / DB_NAME
+
+
 def audit_log(home: Path) -> AuditLog:
     """The audit log of ``home``, kept open per process (created on first use)."""
-    path = Path(home) / DB_NAME
-    key = (path, os.getpid())
+    key = (log_path(home), os.getpid())
     with _logs_lock:
         found = _logs.get(key)
         if found is None:

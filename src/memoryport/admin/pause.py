@@ -18,6 +18,7 @@ home honours it (the agent, the CLI, the MCP server, the UI): ``Memory`` reads i
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -28,7 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memoryport.admin.audit import DB_NAME, audit_log, is_read_call, record
+from memoryport.admin.audit import audit_log, is_read_call, log_path, record
 from memoryport.errors import MemoryportError, MemoryStoreError, tool_error_json
 from memoryport.providers.curated.backends import uses_postgres
 from memoryport.storage.audit import HeldSync
@@ -86,8 +87,9 @@ _cache: dict[Path, tuple[tuple[int, int, int], PauseState]] = {}
 _cache_lock = threading.Lock()
 
 
+@functools.lru_cache(maxsize=64)
 def _path(home: Path) -> Path:
-    return Path(home) / PAUSE_FILE
+    return Path(home) / PAUSE_FILE  # kept per home: read at every turn
 
 
 def pause_state(home: Path) -> PauseState:
@@ -207,7 +209,7 @@ def sync_or_hold(home: Path, sync: SyncFn, query: str, response: str, *, session
 def _claim(home: Path, user: str) -> list[HeldSync]:
     """The syncs held for ``user`` (claimed: no other process delivers them); none when
     there is no audit file yet or it cannot be read (they stay for the next turn)."""
-    if not (Path(home) / DB_NAME).exists() and not uses_postgres(home):
+    if not log_path(home).exists() and not uses_postgres(home):
         return []
     try:
         audit = audit_log(home)
