@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import os
 import socket
@@ -53,6 +54,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from _report import percentile, print_table, write_json
 from bench_sessions import corpus
@@ -62,6 +64,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 import memoryport
 from memoryport.mcp import ServeOptions, build_server
+from memoryport.mcp.httpclient import mcp_http_client
 from memoryport.mcp.server import TIMING_KEY
 
 CLI = [sys.executable, "-c", "from memoryport.cli import main; main()"]
@@ -120,12 +123,90 @@ def start_http(home: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 
 @asynccontextmanager
-async def http_client(url: str) -> AsyncIterator[Client]:
+async def http_client(url: str, *, lean: bool = False) -> AsyncIterator[Client]:
+    """The SDK's client over streamable HTTP: on the SDK's own ``httpx2`` client, or with
+    ``lean`` on memoryport's ``mcp_http_client`` (``LeanTransport``). Either way every POST
+    goes over one keep-alive connection (the SDK's GET stream holds a second one)."""
+    factory = mcp_http_client if lean else create_mcp_http_client
     async with (
-        create_mcp_http_client() as http,
+        factory() as http,
         Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
     ):
         yield client
+
+
+class RawClient:
+    """JSON-RPC over one keep-alive ``http.client`` connection, no MCP client library: what
+    the server costs, for comparison with the SDK client's rows."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.path = parts.path
+        self.conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port)
+        self.headers = {"content-type": "application/json",
+                        "accept": "application/json, text/event-stream"}
+        self.ids = 0
+        head, _ = self._post({"method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "bench-raw", "version": "0"}}})
+        self.headers["mcp-session-id"] = head.getheader("mcp-session-id") or ""
+        self.headers["mcp-protocol-version"] = "2025-11-25"
+        self._post({"method": "notifications/initialized"}, notify=True)
+
+    def _post(self, message: dict[str, Any], notify: bool = False
+              ) -> tuple[http.client.HTTPResponse, dict[str, Any]]:
+        if not notify:
+            self.ids += 1
+            message = {**message, "id": self.ids}
+        self.conn.request("POST", self.path, json.dumps({"jsonrpc": "2.0", **message}),
+                          self.headers)
+        response = self.conn.getresponse()
+        body = response.read()
+        return response, json.loads(body) if body else {}
+
+    def call_tool(self, name: str, arguments: dict[str, Any],
+                  meta: dict[str, Any]) -> dict[str, Any]:
+        """The ``tools/call`` result (SystemExit on an error)."""
+        _, answer = self._post({"method": "tools/call", "params": {
+            "name": name, "arguments": arguments, "_meta": meta}})
+        result: dict[str, Any] = answer.get("result") or {}
+        if "error" in answer or result.get("isError"):
+            raise SystemExit(f"a raw {name} call failed: {answer}")
+        return result
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def raw_round_trips(url: str, rounds: int, user: str,
+                    splits: list[dict[str, float]]) -> dict[str, list[float]]:
+    """``memory`` add and ``session_search`` samples over :class:`RawClient` (as
+    :func:`round_trips`: warm-up, an untimed remove after each add)."""
+    client = RawClient(url)
+    meta = {META_USER: user}
+    timed_meta = {**meta, TIMING_KEY: True}
+    adds: list[float] = []
+    try:
+        for n in range(-5, rounds):
+            started = time.perf_counter()
+            result = client.call_tool("memory", {"action": "add", "target": "user",
+                                                 "content": f"raw note {n}"}, timed_meta)
+            elapsed = time.perf_counter() - started
+            if n >= 0:
+                adds.append(elapsed)
+                splits.append({"round_trip_ms": elapsed * 1e3,
+                               **result["_meta"][TIMING_KEY]})
+            client.call_tool("memory", {"action": "remove", "target": "user",
+                                        "old_text": f"raw note {n}"}, meta)
+        searches = []
+        for n in range(-5, rounds):
+            started = time.perf_counter()
+            client.call_tool("session_search", {"query": SEARCH_QUERY}, meta)
+            if n >= 0:
+                searches.append(time.perf_counter() - started)
+    finally:
+        client.close()
+    return {"memory_add": adds, "session_search": searches}
 
 
 async def timed(call: Callable[[], Awaitable[Any]], rounds: int) -> list[float]:
@@ -358,6 +439,12 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         async with http_client(url) as client:
             samples = await round_trips(client, args.rounds, "bench-http", splits["http"])
             rows["http"] = {k: ms(v) for k, v in samples.items()}
+        async with http_client(url, lean=True) as client:
+            samples = await round_trips(client, args.rounds, "bench-http-lean",
+                                        splits["http_lean"])
+            rows["http_lean"] = {k: ms(v) for k, v in samples.items()}
+        samples = raw_round_trips(url, args.rounds, "bench-http-raw", splits["http_raw"])
+        rows["http_raw"] = {k: ms(v) for k, v in samples.items()}
         rows["first_call_new_http_client"] = await first_calls(url, args.new_clients)
         rows["concurrent_http"] = await concurrent(url, args.clients, args.calls)
     finally:
@@ -367,7 +454,15 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     return rows
 
 
-TRANSPORTS = ("jsonrpc_in_process", "stdio", "http")
+TRANSPORTS = ("jsonrpc_in_process", "stdio", "http", "http_lean", "http_raw")
+LABELS = {
+    "in_process": "in process (Memory.call_tool)",
+    "jsonrpc_in_process": "SDK client, server in process (JSON-RPC)",
+    "stdio": "SDK client, stdio subprocess",
+    "http": "SDK client, streamable HTTP (SDK's httpx2 client)",
+    "http_lean": "SDK client, streamable HTTP (memoryport mcp_http_client)",
+    "http_raw": "no client library: JSON-RPC on http.client (server cost)",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -386,8 +481,8 @@ def main(argv: list[str] | None = None) -> int:
         build_s = build_store(home, args.messages)
         rows = asyncio.run(run(args, home))
     table = [
-        {"transport": t, "call": call, **figures}
-        for t in ("in_process", "jsonrpc_in_process", "stdio", "http")
+        {"transport": t, "client": LABELS[t], "call": call, **figures}
+        for t in ("in_process", *TRANSPORTS)
         for call, figures in rows[t].items()
     ]
     print_table(f"MCP round trips ({args.messages:,} messages, {args.rounds} rounds)", table)
