@@ -116,7 +116,7 @@ def _relevance(
     if plan == "fts":
         ranked = rank.ranked_ids(cur, schema, parsed, expr, scope, depth, scores)
     else:
-        ranked = _trigram_ranked(cur, schema, parsed, match, scope, depth, scores)
+        ranked = _trigram_ranked(cur, schema, parsed, match, scope, depth, scores, weights)
     if weights:
         ranked = rank.rerank_context(
             cur, schema, ranked, scores, hint, (parsed.raw, scope), weights
@@ -134,18 +134,27 @@ def _trigram_ranked(
     scope: Scope,
     need: int,
     scores: dict[int, float],
+    weights: object,
 ) -> Ranked:
-    """Every CJK match by occurrence score (ties: newest first), kept in scope."""
+    """Every CJK match by occurrence score (ties: newest first), kept in scope. The
+    server orders them; without a re-rank (``weights`` None: no score beyond the page is
+    read) only the best few come back, and all only when the scope drops too many."""
     needles = [t.text for t in iter_terms(parsed.root, negated=False)]
     score, score_params = _occurrence_score(needles)
     query = sql.SQL(
         f"SELECT m.id, {{score}}, m.session_id, m.role FROM {{s}}.{SEARCH_VIEW} m WHERE {{where}}"
+        " ORDER BY 2 DESC, 1 DESC LIMIT %s"
     ).format(score=score, s=schema, where=sql.SQL(match[0]))
-    rows = cur.execute(query, [*score_params, *match[1]]).fetchall()
-    owners = {int(r[0]): (str(r[2]), str(r[3])) for r in rows}
-    ordered = sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda r: (-r[1], -r[0]))
-    scores.update(ordered)
-    return rank.keep_in_scope(cur, schema, ordered, scope, need, owners)
+    cap = None if weights is not None else max(need * 4, 64)
+    while True:
+        rows = cur.execute(query, [*score_params, *match[1], cap]).fetchall()
+        owners = {int(r[0]): (str(r[2]), str(r[3])) for r in rows}
+        ordered = [(int(r[0]), float(r[1])) for r in rows]
+        scores.update(ordered)
+        kept = rank.keep_in_scope(cur, schema, ordered, scope, need, owners)
+        if cap is None or len(kept) >= need or len(rows) < cap:
+            return kept
+        cap = None
 
 
 def _ordered(
