@@ -422,13 +422,15 @@ def test_http_runs_on_the_c_parser_the_mcp_extra_installs(tmp_path: Path) -> Non
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     from memoryport.mcp import ServeOptions, build_server
-    from memoryport.mcp.http import LoopbackError, http_config
+    from memoryport.mcp.http import KEEP_ALIVE_S, LoopbackError, http_config
 
     server = build_server(tmp_path, ServeOptions())
     try:
         config = http_config(server, host="127.0.0.1", port=free_port())
         config.load()
         assert config.http_protocol_class is HttpToolsProtocol
+        # idle keep-alive connections outlive the gap between two model turns
+        assert config.timeout_keep_alive == KEEP_ALIVE_S > 5 and config.access_log is False
         with pytest.raises(LoopbackError):
             http_config(server, host="0.0.0.0", port=free_port())
     finally:

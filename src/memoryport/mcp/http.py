@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import uvicorn
 
 __all__ = [
+    "KEEP_ALIVE_S",
     "BearerAuth",
     "LoopbackError",
     "http_app",
@@ -34,6 +35,12 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+KEEP_ALIVE_S = 120
+"""Seconds an idle client connection stays open (uvicorn's default is 5). An MCP client
+calls between model turns, often more than 5 s apart; with the default nearly every such
+call would pay for a new TCP connection (and the server for a new protocol instance)."""
 
 
 class LoopbackError(ValueError):
@@ -126,11 +133,13 @@ def http_config(
     server: MemoryServer, *, host: str, port: int, path: str = "/mcp"
 ) -> uvicorn.Config:
     """The ``uvicorn.Config`` :func:`serve_http` runs (``LoopbackError`` as for
-    :func:`http_app`)."""
+    :func:`http_app`): the C parser when installed, idle connections kept
+    :data:`KEEP_ALIVE_S`, no access log line built per request."""
     import uvicorn
 
     return uvicorn.Config(http_app(server, host=host, path=path), host=host, port=port,
-                          log_level="warning", lifespan="on", http=http_parser())
+                          log_level="warning", lifespan="on", http=http_parser(),
+                          access_log=False, timeout_keep_alive=KEEP_ALIVE_S)
 
 
 async def serve_http(server: MemoryServer, *, host: str, port: int, path: str = "/mcp") -> None:
