@@ -26,6 +26,7 @@ import json
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import psycopg
 from psycopg import sql
@@ -58,10 +59,12 @@ __all__ = [
     "Ranked",
     "Scope",
     "estimate",
+    "estimates",
     "filter_scope",
     "keep_in_scope",
     "literal_first",
     "natural",
+    "pipelined",
     "ranked_ids",
     "rerank_context",
     "session_of",
@@ -260,22 +263,66 @@ def keep_in_scope(
     return kept
 
 
-def estimate(cur: Cursor, schema: sql.Identifier, compiled: str) -> int:
-    """The planner's estimate of the messages matching the tsquery ``compiled`` (from the
-    ``tsv`` column's statistics; no row is read). Only costs depend on it: every path it
-    picks returns the same rows."""
-    query = sql.SQL(
+_ESTIMATES: WeakKeyDictionary[Cursor, dict[str, int]] = WeakKeyDictionary()
+"""Estimates already read on a cursor (one search's transaction): the ranking and the
+literal walk ask for the same query's."""
+
+
+def pipelined(
+    cur: Cursor, queries: Sequence[tuple[sql.Composed, Sequence[Any]]]
+) -> list[list[Any]]:
+    """The rows of independent ``queries``, sent together (pipeline mode: one round trip
+    for all, in the cursor's transaction)."""
+    if len(queries) == 1:
+        return [cur.execute(queries[0][0], queries[0][1]).fetchall()]
+    conn = cur.connection
+    cursors = [conn.cursor() for _ in queries]
+    with conn.pipeline():
+        for each, (query, params) in zip(cursors, queries, strict=True):
+            each.execute(query, params)
+    return [each.fetchall() for each in cursors]
+
+
+def _estimate_sql(schema: sql.Identifier, compiled: str) -> sql.Composed:
+    return sql.SQL(
         f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {{s}}.{SEARCH_VIEW} m WHERE m.tsv @@ {{q}}::tsquery"
     ).format(s=schema, q=sql.Literal(compiled))
-    row = cur.execute(query).fetchone()
-    plan = row[0] if row else None
+
+
+def _plan_rows(rows: list[Any]) -> int:
+    """The largest row estimate of an ``EXPLAIN (FORMAT JSON)`` plan: the index scan's,
+    before the row-level security filter."""
+    plan = rows[0][0] if rows else None
     nodes = [plan[0]["Plan"]] if isinstance(plan, list) and plan else []
     most = 0.0
-    while nodes:  # the index scan's estimate, before the row-level security filter
+    while nodes:
         node = nodes.pop()
         most = max(most, float(node.get("Plan Rows", 0)))
         nodes.extend(node.get("Plans", []))
     return int(most)
+
+
+def estimates(
+    cur: Cursor,
+    schema: sql.Identifier,
+    compiled: Sequence[str],
+    extra: tuple[sql.Composed, Sequence[Any]] | None = None,
+) -> tuple[list[int], list[Any]]:
+    """The planner's estimates of the messages matching each tsquery of ``compiled`` (from
+    the ``tsv`` column's statistics; no row is read), asked together, and the rows of
+    ``extra``, a query sent with them. Only costs depend on estimates: every path they
+    pick returns the same rows."""
+    known = _ESTIMATES.setdefault(cur, {})
+    missing = [c for c in dict.fromkeys(compiled) if c not in known]
+    queries = [(_estimate_sql(schema, c), ()) for c in missing]
+    results = pipelined(cur, [*queries, *([extra] if extra else [])]) if queries or extra else []
+    known.update((c, _plan_rows(rows)) for c, rows in zip(missing, results, strict=False))
+    return [known[c] for c in compiled], (results[-1] if extra else [])
+
+
+def estimate(cur: Cursor, schema: sql.Identifier, compiled: str) -> int:
+    """:func:`estimates` of one tsquery."""
+    return estimates(cur, schema, [compiled])[0][0]
 
 
 _ALL = (
@@ -335,15 +382,14 @@ def _newest(
     from the newest, until ``window`` match (:data:`_NEWEST_READ`: ~4,000 rows instead of
     fetching 400,000 matches to keep the newest 1,500, and no range read past the last
     one needed)."""
-    expected = estimate(cur, schema, compiled)
-    row = cur.execute(
-        sql.SQL(
-            "SELECT max(id), (SELECT greatest(reltuples, 1) FROM pg_class"
-            " WHERE oid = %s::regclass), CASE WHEN current_setting(%s, true) = '*' THEN NULL"
-            " ELSE (SELECT sum(message_count) FROM {s}.sessions) END FROM {s}.messages"
-        ).format(s=schema),
-        (sql.SQL("{s}.messages").format(s=schema).as_string(cur), SCOPE_SETTING),
-    ).fetchone()
+    stats = sql.SQL(
+        "SELECT max(id), (SELECT greatest(reltuples, 1) FROM pg_class"
+        " WHERE oid = %s::regclass), CASE WHEN current_setting(%s, true) = '*' THEN NULL"
+        " ELSE (SELECT sum(message_count) FROM {s}.sessions) END FROM {s}.messages"
+    ).format(s=schema)
+    table = sql.SQL("{s}.messages").format(s=schema).as_string(cur)
+    counted, found_stats = estimates(cur, schema, [compiled], (stats, (table, SCOPE_SETTING)))
+    expected, row = counted[0], (found_stats[0] if found_stats else None)
     high = int(row[0]) if row and row[0] is not None else 0
     rows_total = max(float(row[1]) if row and row[1] else 1.0, float(expected), 1.0)
     # a connection bound to one user sees only its rows (row-level security), so an id
@@ -414,10 +460,12 @@ def ranked_ids(
     whole = bool(parsed.literals)
     if not (isinstance(root, Or) and all(isinstance(c, Term) for c in root.children)):
         return _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores, whole)
-    if estimate(cur, schema, compiled) <= RELEVANCE_WINDOW:
+    terms = [tsquery_text(cur, schema, child) for child in root.children]
+    counts, _ = estimates(cur, schema, [compiled, *[t for t in terms if t]])
+    if counts[0] <= RELEVANCE_WINDOW:
         return _rank(cur, schema, compiled, scope, need, None, scores, whole)
     ranked: Ranked = []
-    selective = _selective(cur, schema, root)
+    selective = _selective(cur, schema, terms)
     if selective:
         ranked = _rank(cur, schema, selective, scope, need, None, scores, whole)
         if len(ranked) >= need:
@@ -427,15 +475,13 @@ def ranked_ids(
     return ranked + [r for r in more if r[0] not in seen]
 
 
-def _selective(cur: Cursor, schema: sql.Identifier, root: Or) -> str:
-    """The tsquery of an OR's rarest terms (total matches <= the window), or ""."""
-    counted = []
-    for position, child in enumerate(root.children):
-        text = tsquery_text(cur, schema, child)
-        if text:
-            counted.append((estimate(cur, schema, text), position, text))
+def _selective(cur: Cursor, schema: sql.Identifier, terms: list[str]) -> str:
+    """The tsquery of an OR's rarest terms (total matches <= the window), or "" (``terms``:
+    each child's tsquery, "" for one without lexemes; their estimates are known)."""
+    counts, _ = estimates(cur, schema, [t for t in terms if t])
+    counted = sorted(zip(counts, range(len(counts)), [t for t in terms if t], strict=True))
     chosen, total = [], 0
-    for matches, _, text in sorted(counted):
+    for matches, _, text in counted:
         if total + matches > RELEVANCE_WINDOW:
             break
         chosen.append(f"({text})")
