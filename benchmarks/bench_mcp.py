@@ -2,7 +2,13 @@
 
 Measured end to end with the real `mcp` client against a real server subprocess, beside
 the same calls made in process (`Memory.call_tool`) and through the server in process
-(`Client(server, mode="legacy")`: JSON-RPC over memory streams, no OS transport):
+(`Client(server, mode="legacy")`: JSON-RPC over memory streams, no OS transport).
+Streamable HTTP is measured three ways, each on one keep-alive connection for its POSTs:
+the SDK's client on the SDK's own `httpx2` client (`create_mcp_http_client`), the SDK's
+client on memoryport's `mcp_http_client` (`memoryport.mcp.httpclient.LeanTransport`: the
+same `Client`, session and streamable-HTTP transport, a lean HTTP/1.1 layer under them),
+and no client library at all (JSON-RPC on `http.client`: what the server alone costs).
+The issue's goal figure is the SDK client's.
 
 - `memory` add round trip (p50/p95; each add is followed by an untimed remove so the
   curated budget never fills; each measure writes as its own user, because a curated
@@ -13,7 +19,8 @@ the same calls made in process (`Memory.call_tool`) and through the server in pr
   plugin discovery, stores, session), p50 over --new-clients connections;
 - 16 concurrent HTTP clients (one user each) x 200 mixed calls (remember_turn, memory
   add/remove, USER.md reads, session_search for another client's secret): errors,
-  cross-client leaks (any answer holding another client's secret), throughput.
+  cross-client leaks (any answer holding another client's secret), throughput; run with
+  the SDK's client on its `httpx2` client, then on `mcp_http_client`.
 
 Where a `memory` add's time goes (medians, ms), from the server's own timings (each timed
 add asks for them with `_meta["memoryport/timing"]`) and, in process, the curated write's
@@ -262,13 +269,14 @@ async def round_trips(
     return {"memory_add": add_samples, "session_search": await timed(search, rounds)}
 
 
-async def one_client(url: str, index: int, calls: int, secrets: list[str]) -> dict[str, int]:
+async def one_client(url: str, index: int, calls: int, secrets: list[str],
+                     lean: bool = False) -> dict[str, int]:
     """One client's mixed calls; counts errors and answers that hold another's secret."""
     mine = secrets[index]
     others = [s for s in secrets if s != mine]
-    meta = {META_USER: f"bench-user-{index}"}
+    meta = {META_USER: f"bench-user{'-lean' if lean else ''}-{index}"}
     errors = leaks = 0
-    async with http_client(url) as client:
+    async with http_client(url, lean=lean) as client:
         for k in range(calls):
             step = k % 5
             try:
@@ -304,10 +312,11 @@ def _payload(result: Any, step: int) -> str:
     return text
 
 
-async def concurrent(url: str, clients: int, calls: int) -> dict[str, Any]:
-    secrets = [f"secret{i:02d}zq" for i in range(clients)]
+async def concurrent(url: str, clients: int, calls: int, lean: bool = False) -> dict[str, Any]:
+    secrets = [f"secret{i:02d}{'lean' if lean else ''}zq" for i in range(clients)]
     started = time.perf_counter()
-    results = await asyncio.gather(*(one_client(url, i, calls, secrets) for i in range(clients)))
+    results = await asyncio.gather(*(one_client(url, i, calls, secrets, lean)
+                                     for i in range(clients)))
     elapsed = time.perf_counter() - started
     total = clients * calls
     return {
@@ -447,6 +456,7 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         rows["http_raw"] = {k: ms(v) for k, v in samples.items()}
         rows["first_call_new_http_client"] = await first_calls(url, args.new_clients)
         rows["concurrent_http"] = await concurrent(url, args.clients, args.calls)
+        rows["concurrent_http_lean"] = await concurrent(url, args.clients, args.calls, lean=True)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -491,14 +501,16 @@ def main(argv: list[str] | None = None) -> int:
     print_table("memory add in process: the curated write's syncs", [rows["in_process_syncs"]])
     print_table("First call of a new HTTP client (opens its memory)",
                 [rows["first_call_new_http_client"]])
-    print_table("Concurrent HTTP clients", [rows["concurrent_http"]])
+    print_table("Concurrent HTTP clients (SDK client; on its httpx2 client, then on "
+                "mcp_http_client)", [rows["concurrent_http"], rows["concurrent_http_lean"]])
     load = os.getloadavg()
     print(f"\nload average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     path = write_json(args.json, {"messages": args.messages, "build_store_s": round(build_s, 2),
                                   "rounds": args.rounds,
                                   "load_average": [round(x, 2) for x in load], **rows})
     print(f"\nwrote {path}")
-    bad = rows["concurrent_http"]["errors"] or rows["concurrent_http"]["leaks"]
+    bad = any(rows[k]["errors"] or rows[k]["leaks"]
+              for k in ("concurrent_http", "concurrent_http_lean"))
     return 1 if bad else 0
 
 
