@@ -216,7 +216,7 @@ def _held_sync(tmp_path: Path) -> tuple[Any, sqlite3.Connection, threading.Threa
 def test_recall_waits_for_the_turn_still_being_stored(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A recall that starts while sync_turn is still storing the previous turn waits for
-    it (instead of racing it for the CPU), so it sees that turn."""
+    it (instead of racing it for the CPU), so it sees that turn and the fact it states."""
     from memoryport.providers.holographic import provider as module
 
     monkeypatch.setattr(module, "SYNC_WAIT", 30.0)
@@ -225,7 +225,9 @@ def test_recall_waits_for_the_turn_still_being_stored(
         time.sleep(0.1)  # the sync is waiting for the write lock
         threading.Timer(0.2, blocker.execute, ("COMMIT",)).start()
         text = provider.prefetch("What is my cat called?", session_id="s1")
-        assert "Miso" in text
+        facts, turns = text.split("Earlier turns")
+        assert "My cat is called Miso (" in facts  # the fact the turn states
+        assert "user: My cat is called Miso." in turns  # and the turn itself
         sync.join(10)
     finally:
         blocker.close()

@@ -22,6 +22,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +77,9 @@ class HolographicProvider(MemoryProvider):
         self._retrievals: list[int] = []  # recalled fact ids not yet counted in the store
         self._writes = 0
         self._lock = threading.Lock()
-        self._syncing = 0  # sync_turn calls running (under _lock)
-        self._synced = threading.Condition(self._lock)  # notified when the last one ends
+        self._storing = 0  # sync_turn calls that have not stored their turns yet
+        self._syncing = 0  # sync_turn calls running (both under _lock)
+        self._synced = threading.Condition(self._lock)  # notified when either goes down
 
     # ------------------------------------------------------------------ identity
     @property
@@ -169,10 +171,13 @@ class HolographicProvider(MemoryProvider):
         if store is None or not query.strip():
             return [], []
         n_facts, n_turns = self.settings.recall_facts, self.settings.recall_turns
-        facts = store.search(query, limit=n_facts) if n_facts else []
+        deadline = time.monotonic() + SYNC_WAIT
         hits: list[TurnHit] = []
         if turns is not None and n_turns:
+            self._wait_for_sync("_storing", deadline)
             hits = turns.search(query, limit=n_turns, user_id=self._context.user_id or None)
+        self._wait_for_sync("_syncing", deadline)  # and the facts it states
+        facts = store.search(query, limit=n_facts) if n_facts else []
         if hits and self.settings.recall_floor > 0:
             floor = self.settings.recall_floor * max(h.score for h in hits)
             hits = [h for h in hits if h.score >= floor]
@@ -207,11 +212,11 @@ class HolographicProvider(MemoryProvider):
         if store is None or not self.settings.inject or not query.strip():
             return ""
         key = session_id or self._context.session_id
-        self._wait_for_sync()
         generation = self._generation()
         with self._lock:
             warm = self._warm.get(key)
-        if warm and warm[0] == query and warm[1] == generation:
+            busy = self._syncing  # a turn being stored: recall afresh (it waits for it)
+        if warm and not busy and warm[0] == query and warm[1] == generation:
             return warm[2]
         try:
             text = self._recall(store, query)
@@ -222,14 +227,21 @@ class HolographicProvider(MemoryProvider):
             self._warm[key] = (query, generation, text)
         return text
 
-    def _wait_for_sync(self) -> None:
-        """Let a ``sync_turn`` still storing the previous turn finish first (at most
-        :data:`SYNC_WAIT`): the recall then always sees that turn, and the two do not run
-        at once (on a 2-core CPU they slowed each other's SQLite and Python work by more
-        than the rest of the sync takes: ``benchmarks/bench_turn.py`` with no model wait)."""
+    def _wait_for_sync(self, part: str, deadline: float) -> None:
+        """Wait until no ``sync_turn`` is still at ``part`` (``"_storing"`` its turns, or
+        ``"_syncing"`` at all), at most until ``deadline`` (``time.monotonic()``).
+
+        A recall that starts while the previous turn is being stored thus always sees
+        that turn (and the facts it states), and the two do not run at once: on a 2-core
+        CPU they slowed each other's SQLite and Python work by more than the rest of the
+        sync takes (``benchmarks/bench_turn.py`` with no model wait). The turn search
+        waits only for the turns; the retrieval counts and facts written after them
+        are done by the time the fact search (second) starts."""
         with self._synced:
-            if self._syncing:
-                self._synced.wait_for(lambda: not self._syncing, SYNC_WAIT)
+            while getattr(self, part):
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._synced.wait(left):
+                    return
 
     def on_session_switch(self, new_session_id: str, **kwargs: Any) -> None:
         """Drop every warmed recall; follow the new session id."""
@@ -274,17 +286,28 @@ class HolographicProvider(MemoryProvider):
         turn), ``speaker`` (who "I" is; default ``user``), ``assistant_speaker``
         (default ``assistant``) and ``source_id`` (the message id)."""
         with self._lock:
+            self._storing += 1
             self._syncing += 1
-        try:
-            self._sync_turn(user_content, assistant_content, session_id, kwargs)
-        finally:
-            with self._synced:
-                self._syncing -= 1
-                if not self._syncing:
+        pending = True
+
+        def stored() -> None:  # the turns are stored (or will not be): once per call
+            nonlocal pending
+            if pending:
+                pending = False
+                with self._synced:
+                    self._storing -= 1
                     self._synced.notify_all()
 
+        try:
+            self._sync_turn(user_content, assistant_content, session_id, kwargs, stored)
+        finally:
+            stored()
+            with self._synced:
+                self._syncing -= 1
+                self._synced.notify_all()
+
     def _sync_turn(self, user_content: str, assistant_content: str, session_id: str,
-                   kwargs: dict[str, Any]) -> None:
+                   kwargs: dict[str, Any], stored: Callable[[], None]) -> None:
         store = self._writable()
         if store is None:
             return
@@ -293,10 +316,11 @@ class HolographicProvider(MemoryProvider):
         session = session_id or self._context.session_id or "default"
         source_id = str(kwargs.get("source_id") or "")
         speaker = str(kwargs.get("speaker") or "user")
-        # The turns first: a recall that stops waiting for this sync (SYNC_WAIT) finds
-        # them stored sooner (the retrieval counts and facts follow).
+        # The turns first: a recall waiting for them starts its turn search as soon as
+        # they are stored (its fact search, second, waits for the rest of this sync).
         self._store_turns(session, speaker, str(kwargs.get("assistant_speaker") or "assistant"),
                           user_content, assistant_content, timestamp, source_id)
+        stored()
         self._flush_retrievals(store)
         if not self.settings.auto_extract:
             return
