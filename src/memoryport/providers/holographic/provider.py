@@ -57,8 +57,9 @@ DB_NAME = "holographic.db"
 """The provider's database file under the home."""
 
 SYNC_WAIT = 0.05
-"""The longest ``prefetch`` waits (seconds) for a ``sync_turn`` still storing the
-previous turn before it searches (see :meth:`HolographicProvider.prefetch`)."""
+"""The longest a recall (``prefetch``, ``recall_items``) waits in all, in seconds, for a
+``sync_turn`` still storing the previous turn (see ``HolographicProvider._wait_for_sync``);
+a sync held up longer (a write lock held elsewhere) is not waited for."""
 
 log = logging.getLogger("memoryport.providers.holographic")
 
