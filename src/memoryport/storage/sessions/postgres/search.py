@@ -304,13 +304,19 @@ def _occurrence_score(needles: Sequence[str]) -> tuple[sql.Composable, list[Any]
 def fetch_windows(
     cur: Cursor, schema: sql.Identifier, anchors: Sequence[int], *, window: int, bookend: int
 ) -> dict[int, Any]:
-    """Windows for several anchors in two queries (rows, then counts)."""
+    """Windows for several anchors in one query: each anchor's neighbours and bookends,
+    with the counts of its session's messages before and after it on every row."""
     if not anchors:
         return {}
     ids = list(dict.fromkeys(int(a) for a in anchors))
     rows_sql = sql.SQL("""
-    WITH a AS (SELECT id AS anchor, session_id AS sid FROM {s}.messages WHERE id = ANY(%s))
-    SELECT a.anchor, {cols} FROM a CROSS JOIN LATERAL (
+    WITH a AS MATERIALIZED (SELECT m.id AS anchor, m.session_id AS sid,
+      (SELECT count(*) FROM {s}.messages x WHERE x.session_id = m.session_id AND x.id < m.id)
+        AS before,
+      (SELECT count(*) FROM {s}.messages x WHERE x.session_id = m.session_id AND x.id > m.id)
+        AS after
+      FROM {s}.messages m WHERE m.id = ANY(%s))
+    SELECT a.anchor, a.before, a.after, {cols} FROM a CROSS JOIN LATERAL (
         SELECT a.anchor AS id
         UNION ALL (SELECT id FROM {s}.messages WHERE session_id = a.sid AND id < a.anchor
                    ORDER BY id DESC LIMIT %s)
@@ -322,21 +328,17 @@ def fetch_windows(
     ) AS pick JOIN {s}.messages m ON m.id = pick.id
     """).format(s=schema, cols=sql.SQL(MESSAGE_COLUMNS))
     grouped: dict[int, list[MessageRecord]] = {}
+    counts: dict[int, tuple[int, int]] = {}
     for row in cur.execute(rows_sql, (ids, window, window, bookend, bookend)):
-        grouped.setdefault(int(row[0]), []).append(message_from_row(row[1:]))
-    counts_sql = sql.SQL("""
-    SELECT m.id,
-      (SELECT count(*) FROM {s}.messages x WHERE x.session_id = m.session_id AND x.id < m.id),
-      (SELECT count(*) FROM {s}.messages x WHERE x.session_id = m.session_id AND x.id > m.id)
-    FROM {s}.messages m WHERE m.id = ANY(%s)
-    """).format(s=schema)
+        grouped.setdefault(int(row[0]), []).append(message_from_row(row[3:]))
+        counts[int(row[0])] = (int(row[1]), int(row[2]))
     out = {}
-    for anchor_id, before, after in cur.execute(counts_sql, (ids,)):
-        rows = grouped.get(int(anchor_id), [])
+    for anchor_id, (before, after) in counts.items():
+        rows = grouped[anchor_id]
         anchor = next((r for r in rows if r.id == anchor_id), None)
         if anchor is None:
             continue
-        out[int(anchor_id)] = shape_window(
+        out[anchor_id] = shape_window(
             anchor, rows, count_before=before, count_after=after, window=window, bookend=bookend
         )
     return out
