@@ -86,6 +86,12 @@ def test_doctor_tells_whether_word_searches_can_use_their_indexes(
     assert owner["status"] == "fail" and "the owner of message_events, messages" in owner["detail"]
     assert "grant_app_role" in owner["fix"]
     with psycopg.connect(dsns["owner"], autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP VIEW {}.session_search").format(sql.Identifier(schema)))
+    checks = _doctor(tmp_path / "app", dsns["app"])
+    assert checks["postgres search"]["status"] == "fail"
+    assert "session_search" in checks["postgres search"]["detail"]
+    assert "m040" in checks["postgres search"]["fix"]
+    with psycopg.connect(dsns["owner"], autocommit=True) as conn:
         conn.execute(sql.SQL("DROP VIEW {}.message_search").format(sql.Identifier(schema)))
     checks = _doctor(tmp_path / "app", dsns["app"])
     assert checks["postgres search"]["status"] == "fail"

@@ -17,7 +17,11 @@ import psycopg
 
 from memoryport.storage.facts.postgres_schema import TABLES as FACT_TABLES
 from memoryport.storage.postgres_curated_schema import POLICIES as CURATED_POLICIES
-from memoryport.storage.sessions.postgres.migrations import POLICIES, SEARCH_VIEW
+from memoryport.storage.sessions.postgres.migrations import (
+    POLICIES,
+    SEARCH_VIEW,
+    SESSION_VIEW,
+)
 from memoryport.storage.turns.postgres_schema import TABLES as TURN_TABLES
 
 __all__ = [
@@ -189,23 +193,31 @@ def _policies(conn: Conn, schema: str) -> Check:
 
 def _search(conn: Conn, schema: str) -> Check:
     """Whether word searches can use the word and trigram indexes: the search view's
-    owner must not be bound by the policies (or the operators must be ``LEAKPROOF``)."""
+    owner must not be bound by the policies (or the operators must be ``LEAKPROOF``);
+    and whether the view the exact-title lookup reads is there (m040)."""
     name = "postgres search"
     row = conn.execute(
         "SELECT v.relowner::regrole::text, r.rolsuper OR r.rolbypassrls, t.relforcerowsecurity,"
-        " (SELECT bool_and(proleakproof) FROM pg_proc WHERE oid = ANY(%s::regprocedure[]))"
+        " (SELECT bool_and(proleakproof) FROM pg_proc WHERE oid = ANY(%s::regprocedure[])),"
+        " to_regclass(%s) IS NOT NULL"
         " FROM pg_class v JOIN pg_roles r ON r.oid = v.relowner, pg_class t"
         " WHERE v.oid = to_regclass(%s) AND t.oid = to_regclass(%s)",
-        (list(SEARCH_OPERATORS), f'"{schema}".{SEARCH_VIEW}', f'"{schema}".messages'),
+        (
+            list(SEARCH_OPERATORS),
+            f'"{schema}".{SESSION_VIEW}',
+            f'"{schema}".{SEARCH_VIEW}',
+            f'"{schema}".messages',
+        ),
     ).fetchone()
-    if row is None:
+    if row is None or not row[4]:
+        view, migration = (SEARCH_VIEW, "m020") if row is None else (SESSION_VIEW, "m040")
         return Check(
             name,
             "fail",
-            f"the search view {SEARCH_VIEW} is missing",
-            "open the store once with a current memoryport (migration m020 adds it)",
+            f"the search view {view} is missing",
+            f"open the store once with a current memoryport (migration {migration} adds it)",
         )
-    owner, exempt, forced, leakproof = row
+    owner, exempt, forced, leakproof, _ = row
     if forced and not exempt and not leakproof:
         return Check(
             name,
@@ -217,7 +229,9 @@ def _search(conn: Conn, schema: str) -> Check:
             " grants with grant_app_role (docs/postgres.md, 'Isolation')",
         )
     how = "LEAKPROOF search operators" if forced and leakproof else f"{owner} owns {SEARCH_VIEW}"
-    return Check(name, "ok", f"word searches use the indexes ({how}, not bound by the policies)")
+    return Check(
+        name, "ok", f"word and title searches use the indexes ({how}, not bound by the policies)"
+    )
 
 
 def _curated_tables(conn: Conn, schema: str) -> Check:
