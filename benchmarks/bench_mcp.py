@@ -185,35 +185,59 @@ class RawClient:
         self.conn.close()
 
 
-def raw_round_trips(url: str, rounds: int, user: str,
-                    splits: list[dict[str, float]]) -> dict[str, list[float]]:
+def raw_round_trips(client: RawClient, rounds: int, user: str,
+                    splits: list[dict[str, float]], *, warm: bool = True
+                    ) -> dict[str, list[float]]:
     """``memory`` add and ``session_search`` samples over :class:`RawClient` (as
-    :func:`round_trips`: warm-up, an untimed remove after each add)."""
-    client = RawClient(url)
+    :func:`round_trips`: an untimed remove after each add, ``warm``: five untimed calls
+    of each first)."""
     meta = {META_USER: user}
     timed_meta = {**meta, TIMING_KEY: True}
     adds: list[float] = []
-    try:
-        for n in range(-5, rounds):
-            started = time.perf_counter()
-            result = client.call_tool("memory", {"action": "add", "target": "user",
-                                                 "content": f"raw note {n}"}, timed_meta)
-            elapsed = time.perf_counter() - started
-            if n >= 0:
-                adds.append(elapsed)
-                splits.append({"round_trip_ms": elapsed * 1e3,
-                               **result["_meta"][TIMING_KEY]})
-            client.call_tool("memory", {"action": "remove", "target": "user",
-                                        "old_text": f"raw note {n}"}, meta)
-        searches = []
-        for n in range(-5, rounds):
-            started = time.perf_counter()
-            client.call_tool("session_search", {"query": SEARCH_QUERY}, meta)
-            if n >= 0:
-                searches.append(time.perf_counter() - started)
-    finally:
-        client.close()
+    for n in range(-5 if warm else 0, rounds):
+        started = time.perf_counter()
+        result = client.call_tool("memory", {"action": "add", "target": "user",
+                                             "content": f"raw note {n}"}, timed_meta)
+        elapsed = time.perf_counter() - started
+        if n >= 0:
+            adds.append(elapsed)
+            splits.append({"round_trip_ms": elapsed * 1e3, **result["_meta"][TIMING_KEY]})
+        client.call_tool("memory", {"action": "remove", "target": "user",
+                                    "old_text": f"raw note {n}"}, meta)
+    searches = []
+    for n in range(-5 if warm else 0, rounds):
+        started = time.perf_counter()
+        client.call_tool("session_search", {"query": SEARCH_QUERY}, meta)
+        if n >= 0:
+            searches.append(time.perf_counter() - started)
     return {"memory_add": adds, "session_search": searches}
+
+
+async def http_round_trips(url: str, rounds: int, splits: dict[str, list[dict[str, float]]],
+                           block: int = 20) -> dict[str, dict[str, list[float]]]:
+    """The three HTTP clients measured in turns of ``block`` rounds each (SDK client on its
+    httpx2 client, on ``mcp_http_client``, raw JSON-RPC), so a change in the machine's
+    load during the run falls on all three alike; one keep-alive connection each."""
+    names = ("http", "http_lean", "http_raw")
+    samples: dict[str, dict[str, list[float]]] = {
+        n: {"memory_add": [], "session_search": []} for n in names}
+    raw = RawClient(url)
+    try:
+        async with http_client(url) as sdk, http_client(url, lean=True) as lean:
+            for start in range(0, rounds, block):
+                size = min(block, rounds - start)
+                for name in names:
+                    user, warm = f"bench-{name.replace('_', '-')}", start == 0
+                    if name == "http_raw":
+                        got = raw_round_trips(raw, size, user, splits[name], warm=warm)
+                    else:
+                        got = await round_trips(sdk if name == "http" else lean, size, user,
+                                                splits[name], warm=warm)
+                    for key, values in got.items():
+                        samples[name][key] += values
+    finally:
+        raw.close()
+    return samples
 
 
 async def timed(call: Callable[[], Awaitable[Any]], rounds: int) -> list[float]:
@@ -228,10 +252,12 @@ async def timed(call: Callable[[], Awaitable[Any]], rounds: int) -> list[float]:
 
 
 async def round_trips(
-    client: Client, rounds: int, user: str, split: list[dict[str, float]] | None = None
+    client: Client, rounds: int, user: str, split: list[dict[str, float]] | None = None,
+    *, warm: bool = True,
 ) -> dict[str, list[float]]:
     """``memory`` add (to ``user``'s USER.md) and ``session_search`` discover samples;
-    each add's round trip and server timings are appended to ``split``.
+    each add's round trip and server timings are appended to ``split`` (``warm``: five
+    untimed calls of each first).
 
     Each measure writes as its own user: a curated write's cost grows with the file's
     revision history, so every transport starts from an empty one.
@@ -258,10 +284,11 @@ async def round_trips(
     async def search() -> Any:
         return await client.call_tool("session_search", {"query": SEARCH_QUERY})
 
-    for n in range(5):  # warm caches and the connection
-        await add_remove(-n - 1)
-    del splits[:]
-    await timed(search, 5)
+    if warm:
+        for n in range(5):  # warm caches and the connection
+            await add_remove(-n - 1)
+        del splits[:]
+        await timed(search, 5)
     add_samples = [await add_remove(n) for n in range(rounds)]
     found = json.loads((await search()).content[0].text)
     if not found.get("count"):
@@ -445,15 +472,8 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         rows["stdio"] = {k: ms(v) for k, v in samples.items()}
     proc, url = start_http(home)
     try:
-        async with http_client(url) as client:
-            samples = await round_trips(client, args.rounds, "bench-http", splits["http"])
-            rows["http"] = {k: ms(v) for k, v in samples.items()}
-        async with http_client(url, lean=True) as client:
-            samples = await round_trips(client, args.rounds, "bench-http-lean",
-                                        splits["http_lean"])
-            rows["http_lean"] = {k: ms(v) for k, v in samples.items()}
-        samples = raw_round_trips(url, args.rounds, "bench-http-raw", splits["http_raw"])
-        rows["http_raw"] = {k: ms(v) for k, v in samples.items()}
+        for name, got in (await http_round_trips(url, args.rounds, splits)).items():
+            rows[name] = {k: ms(v) for k, v in got.items()}
         rows["first_call_new_http_client"] = await first_calls(url, args.new_clients)
         rows["concurrent_http"] = await concurrent(url, args.clients, args.calls)
         rows["concurrent_http_lean"] = await concurrent(url, args.clients, args.calls, lean=True)
