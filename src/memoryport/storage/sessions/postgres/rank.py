@@ -263,6 +263,9 @@ def keep_in_scope(
     return kept
 
 
+_OWNERS: WeakKeyDictionary[Cursor, Owners] = WeakKeyDictionary()
+"""The session and role of every candidate the ranking read on a cursor (one search's
+transaction), for the re-rank's scope checks and session totals."""
 _ESTIMATES: WeakKeyDictionary[Cursor, dict[str, int]] = WeakKeyDictionary()
 """Estimates already read on a cursor (one search's transaction): the ranking and the
 literal walk ask for the same query's."""
@@ -428,7 +431,7 @@ def _rank(
     scope leaves fewer than ``need``; ``scores`` receives every match read, in scope or
     not. Ties: the newest first. The scope is checked in rank order until ``need`` pass
     (the rest is never shown), or for every match when ``whole``."""
-    owners: Owners = {}
+    owners = _OWNERS.setdefault(cur, {})
     while True:
         if window is None:
             rows = cur.execute(sql.SQL(_ALL).format(s=schema), (compiled,)).fetchall()
@@ -539,15 +542,18 @@ def rerank_context(
     """Re-rank the top ``CONTEXT_DEPTH`` candidates and their matching neighbours in
     ``search``'s scope (the query, the scope) with :func:`context_rerank`."""
     query, scope = search
+    known = _OWNERS.get(cur, {})  # every candidate's session and role, as ranking read them
     top = ranked[:CONTEXT_DEPTH]
     rows = _context_rows(cur, schema, [i for i, _ in top])
     near = {n for r in rows.values() for n in r[4:6] if n in scores and n not in rows}
     if near and (weights.prev or weights.next):
-        rows.update(_context_rows(cur, schema, sorted(filter_scope(cur, schema, [*near], scope))))
+        kept = filter_scope(cur, schema, [*near], scope, known)
+        rows.update(_context_rows(cur, schema, sorted(kept)))
     sessions: dict[str, float] = {}
     if weights.session:
         best = heapq.nlargest(SESSION_SCAN, scores.items(), key=itemgetter(1))
         owner = {i: r[1] for i, r in rows.items()}
+        owner.update((i, known[i][0]) for i, _ in best if i not in owner and i in known)
         missing = [i for i, _ in best if i not in owner]
         if missing:
             found = cur.execute(
