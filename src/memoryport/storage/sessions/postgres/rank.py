@@ -615,16 +615,17 @@ def literal_first(
     return first + [r for r in ranked if r[0] not in literal]
 
 
+_FOUND = "array_agg(ARRAY[m.id::text, m.session_id, m.role] ORDER BY m.id DESC)"
 _LITERAL_RANGES = (
-    "SELECT count(*), array_agg(m.id ORDER BY m.id DESC) FILTER (WHERE {c})"
+    f"SELECT count(*), {_FOUND} FILTER (WHERE {{c}})"
     f" FROM {{s}}.{SEARCH_VIEW} m, CAST(%s AS tsquery) AS q"
     " WHERE m.tsv @@ q AND m.id > %s AND m.id <= %s",
-    "SELECT count(*) FILTER (WHERE m.tsv @@ q),"
-    " array_agg(m.id ORDER BY m.id DESC) FILTER (WHERE m.tsv @@ q AND {c})"
+    f"SELECT count(*) FILTER (WHERE m.tsv @@ q), {_FOUND} FILTER (WHERE m.tsv @@ q AND {{c}})"
     f" FROM {{s}}.{SEARCH_VIEW} m, CAST(%s AS tsquery) AS q WHERE m.id > %s AND m.id <= %s",
 )
 """A literal walk's chunk: the word test in ``WHERE`` (index), or in the filters (read
-in id order: the test is a selected value, never a plan condition)."""
+in id order: the test is a selected value, never a plan condition); each match found
+with its session and role (for the scope check)."""
 
 
 def _literal_walk(
@@ -645,13 +646,13 @@ def _literal_walk(
     expected = estimate(cur, schema, expr)
     if expected <= _LITERAL_FETCH:  # few matches: read them all by index
         query = sql.SQL(
-            f"SELECT m.id FROM {{s}}.{SEARCH_VIEW} m WHERE m.tsv @@ CAST(%s AS tsquery)"
-            " AND {c}"
-            " ORDER BY m.id DESC LIMIT %s"
+            f"SELECT m.id, m.session_id, m.role FROM {{s}}.{SEARCH_VIEW} m"
+            " WHERE m.tsv @@ CAST(%s AS tsquery) AND {c} ORDER BY m.id DESC LIMIT %s"
         ).format(s=schema, c=checks[0])
         rows = cur.execute(query, [expr, *checks[1], LITERAL_SCAN]).fetchall()
-        fresh = [(int(r[0]), 0.0) for r in rows if int(r[0]) not in seen]
-        return [i for i, _ in keep_in_scope(cur, schema, fresh, scope, need)]
+        owners = {int(r[0]): (str(r[1]), str(r[2])) for r in rows}
+        fresh = [(i, 0.0) for i in owners if i not in seen]
+        return [i for i, _ in keep_in_scope(cur, schema, fresh, scope, need, owners)]
     row = cur.execute(sql.SQL("SELECT max(id) FROM {s}.messages").format(s=schema)).fetchone()
     high = int(row[0]) if row and row[0] is not None else 0
     found: list[int] = []
@@ -662,7 +663,8 @@ def _literal_walk(
         params = [*checks[1], expr, low, high]
         got = cur.execute(template.format(s=schema, c=checks[0]), params).fetchone()
         scanned += int(got[0]) if got else 0
-        fresh = [(int(i), 0.0) for i in (got[1] if got and got[1] else []) if i not in seen]
-        found.extend(i for i, _ in keep_in_scope(cur, schema, fresh, scope, len(fresh)))
+        owners = {int(i): (str(sid), str(role)) for i, sid, role in (got[1] if got else None) or []}
+        fresh = [(i, 0.0) for i in owners if i not in seen]
+        found.extend(i for i, _ in keep_in_scope(cur, schema, fresh, scope, len(fresh), owners))
         high, chunk = low, min(chunk * 4, 262144)
     return found
