@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -33,8 +33,13 @@ from psycopg import sql
 
 from memoryport.storage import search_lexemes
 from memoryport.storage.sessions.postgres.dialect import (
+    Owners,
+    Ranked,
+    Scope,
     decode_text,
     encode_text,
+    filter_scope,
+    keep_in_scope,
 )
 from memoryport.storage.sessions.postgres.migrations import (
     SCOPE_SETTING,
@@ -56,27 +61,18 @@ from memoryport.storage.sessions.temporal import (
 __all__ = [
     "LITERAL_SCAN",
     "RELEVANCE_WINDOW",
-    "Ranked",
-    "Scope",
     "estimate",
     "estimates",
-    "filter_scope",
-    "keep_in_scope",
     "literal_first",
     "natural",
     "pipelined",
     "ranked_ids",
     "rerank_context",
-    "session_of",
     "tsquery_text",
     "weights_for",
 ]
 
 Cursor = psycopg.Cursor[Any]
-Scope = tuple[sql.Composable, list[Any]]
-Ranked = list[tuple[int, float]]
-Owners = dict[int, tuple[str, str]]
-"""Message id -> its session id and role, as a candidate query read them."""
 
 RELEVANCE_WINDOW = 1500
 """Relevance ranks at most this many of the newest matches first (as SQLite does)."""
@@ -107,160 +103,6 @@ def tsquery_text(cur: Cursor, schema: sql.Identifier, node: Node) -> str:
     """The tsquery of ``node`` ("" when no lexeme or only negations remain), built by the
     function that builds the stored lexemes (``search_lexemes.tsquery``; no round trip)."""
     return search_lexemes.tsquery(node)
-
-
-def session_of(schema: sql.Identifier) -> sql.Composed:
-    """A ``LATERAL`` subquery for the session of message ``m``, one primary-key probe per
-    message (``LIMIT 1`` keeps the planner from turning it into a join). A plain join let
-    the planner, misjudging how many sessions pass the row-level security policy, scan
-    ``sessions`` once per message or probe the id list once per session: 90 ms to 5 s
-    for 1,500 ids where the probes take 3 ms."""
-    return sql.SQL("SELECT * FROM {s}.sessions p WHERE p.id = m.session_id LIMIT 1").format(
-        s=schema
-    )
-
-
-def _split_scope(cur: Cursor, scope: Scope) -> tuple[Scope, Scope] | None:
-    """``scope``'s conditions on sessions (``s.``) and on messages (``m.``), each with its
-    one parameter (the form :func:`~memoryport.storage.sessions.rows.scope_where`
-    writes), or None when it has another form."""
-    where, params = scope
-    parts = where.as_string(cur).split(" AND ")
-    if parts[0].strip() or len(parts) - 1 != len(params):
-        return None
-    split: dict[str, tuple[list[str], list[Any]]] = {"s.": ([], []), "m.": ([], [])}
-    for part, param in zip(parts[1:], params, strict=True):
-        side = split.get(part[:2])
-        if side is None or part.count("%s") != 1:
-            return None
-        side[0].append(" AND " + part)
-        side[1].append(param)
-    (on_sessions, session_params), (on_messages, message_params) = split["s."], split["m."]
-    return (sql.SQL("".join(on_sessions)), session_params), (
-        sql.SQL("".join(on_messages)),
-        message_params,
-    )
-
-
-def filter_scope(
-    cur: Cursor,
-    schema: sql.Identifier,
-    ids: list[int],
-    scope: Scope,
-    owners: Owners | None = None,
-) -> set[int]:
-    """The subset of ``ids`` inside ``scope`` (every one when the scope is empty). Each
-    distinct session of ``ids`` is checked once (the newest 1,500 matches of a common
-    word come from a few dozen sessions), the messages' own conditions per message, and
-    the two are matched here: a join of the two lists, misjudged under the policies,
-    ran as a nested loop (0.3-0.6 s for 1,500 ids). ``owners`` (message id -> session
-    and role, as the candidate query read them) spares reading the messages again."""
-    where, params = scope
-    if not params or not ids:
-        return set(ids)
-    if owners is not None and all(i in owners for i in ids):
-        known = _filter_known(cur, schema, ids, scope, owners)
-        if known is not None:
-            return known
-    split = _split_scope(cur, scope)
-    if split is None:
-        query = sql.SQL(
-            "SELECT m.id FROM {s}.messages m CROSS JOIN LATERAL ({session}) AS s"
-            " WHERE m.id = ANY(%s){where}"
-        ).format(s=schema, session=session_of(schema), where=where)
-        return {int(r[0]) for r in cur.execute(query, [ids, *params])}
-    (on_sessions, session_params), (on_messages, message_params) = split
-    query = sql.SQL(
-        "WITH m AS MATERIALIZED (SELECT id, session_id, role FROM {s}.messages"
-        " WHERE id = ANY(%s)) SELECT NULL::bigint, s.id FROM (SELECT DISTINCT session_id"
-        " FROM m) AS d CROSS JOIN LATERAL (SELECT * FROM {s}.sessions p"
-        " WHERE p.id = d.session_id LIMIT 1) AS s WHERE TRUE{sw}"
-        " UNION ALL SELECT m.id, m.session_id FROM m WHERE TRUE{mw}"
-    ).format(s=schema, sw=on_sessions, mw=on_messages)
-    rows = cur.execute(query, [ids, *session_params, *message_params]).fetchall()
-    allowed = {str(r[1]) for r in rows if r[0] is None}
-    return {int(r[0]) for r in rows if r[0] is not None and str(r[1]) in allowed}
-
-
-_IN_PYTHON: dict[str, Callable[[str, Any], bool]] = {
-    "= %s": lambda value, param: value == param,
-    "= ANY(%s)": lambda value, param: value in param,
-    "<> ALL(%s)": lambda value, param: value not in param,
-}
-"""The condition templates of :func:`~memoryport.storage.sessions.postgres.dialect.scope_sql`
-as Python tests (text equality: what ``=`` does on ``text``)."""
-_OWNER_FIELD = {"m.session_id": 0, "m.role": 1}
-
-
-def _message_checks(
-    cur: Cursor, scope: Scope
-) -> list[tuple[int, Callable[[str, Any], bool], Any]] | None:
-    """``scope``'s conditions on a message's session id and role as Python tests of its
-    :data:`Owners` entry, or None when one has another form."""
-    where, params = scope
-    checks: list[tuple[int, Callable[[str, Any], bool], Any]] = []
-    for part, param in zip(where.as_string(cur).split(" AND ")[1:], params, strict=True):
-        column, _, test = part.strip().partition(" ")
-        if not column.startswith("m."):
-            continue
-        field, check = _OWNER_FIELD.get(column), _IN_PYTHON.get(test)
-        if field is None or check is None:
-            return None
-        checks.append((field, check, set(param) if isinstance(param, list) else param))
-    return checks
-
-
-def _filter_known(
-    cur: Cursor,
-    schema: sql.Identifier,
-    ids: list[int],
-    scope: Scope,
-    owners: Owners,
-) -> set[int] | None:
-    """:func:`filter_scope` of ids whose session and role are known: the messages'
-    conditions tested here on the known values (no list of ids, sessions and roles sent
-    to the server: for 1,500 candidates that was most of the client's time), then one
-    probe of ``sessions`` per distinct session left, when there are session conditions.
-    None when the scope has a form this cannot split."""
-    split = _split_scope(cur, scope)
-    checks = _message_checks(cur, scope)
-    if split is None or checks is None:
-        return None
-    (on_sessions, session_params), _ = split
-    kept = [i for i in ids if all(test(owners[i][f], p) for f, test, p in checks)]
-    if not session_params or not kept:
-        return set(kept)
-    query = sql.SQL(
-        "SELECT s.id FROM unnest(%b::text[]) AS d(session_id)"
-        " CROSS JOIN LATERAL (SELECT * FROM {s}.sessions p WHERE p.id = d.session_id"
-        " LIMIT 1) AS s WHERE TRUE{sw}"
-    ).format(s=schema, sw=on_sessions)
-    sessions = sorted({owners[i][0] for i in kept})
-    allowed = {str(r[0]) for r in cur.execute(query, [sessions, *session_params])}
-    return {i for i in kept if owners[i][0] in allowed}
-
-
-def keep_in_scope(
-    cur: Cursor,
-    schema: sql.Identifier,
-    ordered: Ranked,
-    scope: Scope,
-    need: int,
-    owners: Owners | None = None,
-) -> Ranked:
-    """The first ``need`` of ``ordered`` inside ``scope``, checked in chunks, order kept
-    (``owners``: see :func:`filter_scope`)."""
-    if not scope[1]:
-        return ordered[:need] if need < len(ordered) else list(ordered)
-    chunk = max(need * 4, 64)
-    kept: Ranked = []
-    for start in range(0, len(ordered), chunk):
-        part = ordered[start : start + chunk]
-        keep = filter_scope(cur, schema, [r[0] for r in part], scope, owners)
-        kept.extend(r for r in part if r[0] in keep)
-        if len(kept) >= need:
-            return kept[:need]
-    return kept
 
 
 _OWNERS: WeakKeyDictionary[Cursor, Owners] = WeakKeyDictionary()

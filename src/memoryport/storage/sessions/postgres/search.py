@@ -33,13 +33,16 @@ from psycopg import sql
 
 from memoryport.storage.sessions.postgres import rank
 from memoryport.storage.sessions.postgres.dialect import (
+    Ranked,
+    Scope,
     compile_ilike,
     decode_text,
     hit_from_row,
+    keep_in_scope,
     message_from_row,
+    session_of,
 )
 from memoryport.storage.sessions.postgres.migrations import CJK_REGEX, SEARCH_VIEW, ts_config
-from memoryport.storage.sessions.postgres.rank import Ranked, Scope
 from memoryport.storage.sessions.query import ParsedQuery, iter_terms, make_snippet
 from memoryport.storage.sessions.records import MessageRecord, SearchHit, SortOrder
 from memoryport.storage.sessions.rows import HIT_COLUMNS, MESSAGE_COLUMNS, shape_window
@@ -151,7 +154,7 @@ def _trigram_ranked(
         owners = {int(r[0]): (str(r[2]), str(r[3])) for r in rows}
         ordered = [(int(r[0]), float(r[1])) for r in rows]
         scores.update(ordered)
-        kept = rank.keep_in_scope(cur, schema, ordered, scope, need, owners)
+        kept = keep_in_scope(cur, schema, ordered, scope, need, owners)
         if cap is None or len(kept) >= need or len(rows) < cap:
             return kept
         cap = None
@@ -175,7 +178,7 @@ def _ordered(
         )
         rows = [(int(i), float(ts)) for i, ts in cur.execute(query, params)]
         rows.sort(key=lambda r: (r[1], r[0]), reverse=newest)
-        return rank.keep_in_scope(cur, schema, [(i, 0.0) for i, _ in rows], scope, need)
+        return keep_in_scope(cur, schema, [(i, 0.0) for i, _ in rows], scope, need)
     return _walk_by_time(cur, schema, match, scope, need, newest)
 
 
@@ -205,7 +208,7 @@ def _walk_by_time(
             break
         matched = [(int(r[0]), 0.0) for r in rows if r[2]]
         owners = {int(r[0]): (str(r[3]), str(r[4])) for r in rows if r[2]}
-        kept.extend(rank.keep_in_scope(cur, schema, matched, scope, len(matched), owners))
+        kept.extend(keep_in_scope(cur, schema, matched, scope, len(matched), owners))
         bound = (float(rows[-1][1]), int(rows[-1][0]))
         if len(rows) < chunk:
             break
@@ -233,7 +236,7 @@ def _hydrate(
         cols=sql.SQL(HIT_COLUMNS),
         headline=headline.format(cfg=ts_config(schema)),
         s=schema,
-        session=rank.session_of(schema),
+        session=session_of(schema),
     )
     params = [compiled, _HEADLINE_OPTIONS] if compiled else []
     rows = {int(r[0]): r for r in cur.execute(query, [*params, [i for i, _ in page]])}
