@@ -265,10 +265,15 @@ def _block_postings(path: Path) -> list[tuple[Any, ...]]:
         conn.close()
 
 
-def test_block_text_kept_by_the_writer_matches_the_stored_turns(tmp_path: Path) -> None:
+@pytest.mark.parametrize("bounds", [(32, 2_000_000), (1, 50)], ids=["default", "tiny"])
+def test_block_text_kept_by_the_writer_matches_the_stored_turns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bounds: tuple[int, int]) -> None:
     """The writer reuses the text it last wrote for a block only while nobody else has
     appended to it: two indexes appending to the same sessions in turn (and a batch
-    spanning two blocks) leave exactly the block index of the same turns stored at once."""
+    spanning two blocks) leave exactly the block index of the same turns stored at once,
+    also when the kept texts overflow their bounds at every write."""
+    monkeypatch.setattr(rowcache, "BLOCK_TEXTS", bounds[0])
+    monkeypatch.setattr(rowcache, "BLOCK_CHARS", bounds[1])
     rng = random.Random(3)
     turns = [_turn(rng, f"s{rng.randint(0, 2)}", None, START + n) for n in range(2 * 64 + 40)]
     one, two = TurnIndex(tmp_path / "a.db", dense=False), TurnIndex(tmp_path / "a.db", dense=False)

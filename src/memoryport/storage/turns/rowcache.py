@@ -158,6 +158,7 @@ class BlockTexts:
 
     def __init__(self) -> None:
         self._kept: dict[_BlockKey, tuple[int, int, str]] = {}  # (id, next position, text)
+        self._chars = 0  # text kept
 
     def get(self, block: _BlockKey, first_new: int) -> tuple[int, str] | None:
         """``(block id, text)`` when the block's kept text ends right before position
@@ -168,7 +169,11 @@ class BlockTexts:
     def remember(self, written: dict[_BlockKey, tuple[int, int, str]]) -> None:
         """Keep ``(id, next position, text)`` of the blocks a transaction committed."""
         kept = self._kept
-        kept.update(written)
-        if len(kept) > BLOCK_TEXTS or sum(len(v[2]) for v in kept.values()) > BLOCK_CHARS:
+        for block, value in written.items():
+            old = kept.get(block)
+            self._chars += len(value[2]) - (len(old[2]) if old is not None else 0)
+            kept[block] = value
+        if len(kept) > BLOCK_TEXTS or self._chars > BLOCK_CHARS:
             kept.clear()
             kept.update(written)
+            self._chars = sum(len(value[2]) for value in written.values())
