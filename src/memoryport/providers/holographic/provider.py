@@ -232,8 +232,8 @@ class HolographicProvider(MemoryProvider):
         """Wait until no ``sync_turn`` is still at ``part`` (``"_storing"`` its turns, or
         ``"_syncing"`` at all), at most until ``deadline`` (``time.monotonic()``).
 
-        A recall that starts while the previous turn is being stored thus always sees
-        that turn (and the facts it states), and the two do not run at once: on a 2-core
+        A recall that starts while the previous turn is being stored thus sees that
+        turn (and the facts it states), and the two do not run at once: on a 2-core
         CPU they slowed each other's SQLite and Python work by more than the rest of the
         sync takes (``benchmarks/bench_turn.py`` with no model wait). The turn search
         waits only for the turns; the retrieval counts and facts written after them
