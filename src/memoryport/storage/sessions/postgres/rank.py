@@ -267,12 +267,11 @@ def _rank(
     need: int,
     window: int | None,
     scores: dict[int, float],
-    whole: bool = False,
 ) -> Ranked:
     """Rank every match (``window=None``) or the newest ``window`` ones, widened when the
     scope leaves fewer than ``need``; ``scores`` receives every match read, in scope or
-    not. Ties: the newest first. The scope is checked in rank order until ``need`` pass
-    (the rest is never shown), or for every match when ``whole``."""
+    not. Ties: the newest first. The scope is checked in rank order, a chunk at a time,
+    until ``need`` pass (:func:`_in_scope`)."""
     owners = _OWNERS.setdefault(cur, {})
     while True:
         if window is None:
@@ -282,10 +281,28 @@ def _rank(
             found = _newest(cur, schema, compiled, window, owners)
         ordered = sorted(found, key=lambda r: (-r[1], -r[0]))
         scores.update(ordered)
-        kept = keep_in_scope(cur, schema, ordered, scope, len(ordered) if whole else need, owners)
+        kept = _in_scope(cur, schema, ordered, scope, need, owners)
         if len(kept) >= need or window is None or len(found) < window:
             return kept
         window *= 8
+
+
+def _in_scope(
+    cur: Cursor, schema: sql.Identifier, ordered: Ranked, scope: Scope, need: int, owners: Owners
+) -> Ranked:
+    """The candidates in scope, checked in chunks of ``max(need * 4, 64)`` in rank order
+    until ``need`` pass: every one of the chunks read, as SQLite's ``_rank`` keeps them
+    (the page, the re-rank and :func:`literal_first` read no further). Checking all
+    1,500 candidates of a window cost more than the rest of a discover call."""
+    chunk = max(need * 4, 64)
+    kept: Ranked = []
+    for start in range(0, len(ordered), chunk):
+        part = ordered[start : start + chunk]
+        keep = filter_scope(cur, schema, [r[0] for r in part], scope, owners)
+        kept.extend(r for r in part if r[0] in keep)
+        if len(kept) >= need:
+            break
+    return kept
 
 
 def ranked_ids(
@@ -298,25 +315,22 @@ def ranked_ids(
     scores: dict[int, float],
 ) -> Ranked:
     """Relevance order over a bounded candidate set (see the module docstring). Only the
-    first ``need`` in scope are certain to be listed (the page and the re-rank read no
-    further), unless the query has literal text: :func:`literal_first` places literal
-    matches by their rank among all candidates in scope."""
+    first ``need`` in scope are certain to be listed (see :func:`_in_scope`)."""
     root = parsed.root
-    whole = bool(parsed.literals)
     if not (isinstance(root, Or) and all(isinstance(c, Term) for c in root.children)):
-        return _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores, whole)
+        return _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores)
     terms = [tsquery_text(cur, schema, child) for child in root.children]
     counts, _ = estimates(cur, schema, [compiled, *[t for t in terms if t]])
     if counts[0] <= RELEVANCE_WINDOW:
-        return _rank(cur, schema, compiled, scope, need, None, scores, whole)
+        return _rank(cur, schema, compiled, scope, need, None, scores)
     ranked: Ranked = []
     selective = _selective(cur, schema, terms)
     if selective:
-        ranked = _rank(cur, schema, selective, scope, need, None, scores, whole)
+        ranked = _rank(cur, schema, selective, scope, need, None, scores)
         if len(ranked) >= need:
             return ranked
     seen = {i for i, _ in ranked}
-    more = _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores, whole)
+    more = _rank(cur, schema, compiled, scope, need, RELEVANCE_WINDOW, scores)
     return ranked + [r for r in more if r[0] not in seen]
 
 
