@@ -385,3 +385,26 @@ def test_serving_lowers_the_thread_switch_interval_and_restores_it() -> None:
     with responsive():
         assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL_S) == 0.0005
     assert sys.getswitchinterval() == before
+
+
+def test_tool_calls_run_on_the_servers_threads_which_close_stops(tmp_path: Path) -> None:
+    """Tool calls and resource reads run on the server's own worker threads (not the event
+    loop); ``close()`` waits for them and leaves none running."""
+    import threading
+
+    srv = build_server(tmp_path, ServeOptions())
+
+    def workers() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("memoryport-mcp")]
+
+    async def body(c: Client) -> Any:
+        await c.call_tool("memory", {"action": "add", "target": "user", "content": "tea"})
+        return await c.read_resource("memory://USER.md")
+
+    try:
+        profile = run(srv, body)
+        assert workers()  # the call and the read ran there
+    finally:
+        srv.close()
+    assert profile.contents[0].text.strip().endswith("tea")
+    assert workers() == []

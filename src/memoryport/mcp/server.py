@@ -28,6 +28,7 @@ to the shaped result), ``handler_ms`` (the tool handler, with its worker-thread 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import functools
@@ -36,6 +37,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +81,7 @@ __all__ = [
     "DEFAULT_MAX_ARGUMENT_BYTES",
     "SWITCH_INTERVAL_S",
     "TIMING_KEY",
+    "TOOL_THREADS",
     "MemoryServer",
     "ServeOptions",
     "build_server",
@@ -97,6 +100,9 @@ thread keeps the GIL until the switch interval ends, so with the default the eve
 and the next call's worker wait up to 5 ms for it; at 0.5 ms they wait at most that (on a
 loaded 2-core machine the `memory` add round trip measured 13-14 ms with 5 ms, 7 ms with
 0.5 ms, 8.5-10 ms with 0.1 ms: see benchmarks/bench_mcp.py)."""
+
+TOOL_THREADS = 40
+"""Worker threads for tool calls and resource reads (anyio's default thread limit)."""
 
 TIMING_KEY = "memoryport/timing"
 """``_meta`` key: ``true`` in a ``tools/call`` asks for the server's timings in the result."""
@@ -141,6 +147,7 @@ class MemoryServer:
         self.home = home
         self.options = options
         self.pool = ClientPool(opener, options.max_clients)
+        self._threads = ThreadPoolExecutor(TOOL_THREADS, thread_name_prefix="memoryport-mcp")
         first = self.pool.get(Identity(options.user_id, "default"))
         schemas = [*first.memory.tool_schemas(), *SERVER_TOOLS]
         self.tool_names = frozenset(str(s["name"]) for s in schemas)
@@ -275,9 +282,21 @@ class MemoryServer:
             run = functools.partial(state.memory.call_tool, name, arguments, source="mcp")
         timing = _timing.get()
         if timing is None:
-            return await anyio.to_thread.run_sync(run)
-        text = await anyio.to_thread.run_sync(_timed, run, timing)
+            return await self._in_thread(run)
+        text = await self._in_thread(functools.partial(_timed, run, timing))
         timing["handler_ms"] = (time.perf_counter() - started) * 1e3
+        return text
+
+    async def _in_thread(self, run: Callable[[], str]) -> str:
+        """``run()`` on a worker thread, awaited to its end even when the request is
+        cancelled (a client gone mid-call leaves a whole write or none, and its memory is
+        never closed under a running call). ``loop.run_in_executor`` rather than
+        ``anyio.to_thread``: no capacity-limiter checkpoints, two event-loop passes fewer
+        per call (about 0.05-0.1 ms less hop, measured A/B)."""
+        context = contextvars.copy_context()
+        future = asyncio.get_running_loop().run_in_executor(self._threads, context.run, run)
+        with anyio.CancelScope(shield=True):
+            text = await future
         return text
 
     # ------------------------------------------------------------------ resources
@@ -299,14 +318,18 @@ class MemoryServer:
                          description="One stored session of this user: record and messages.")
         async def session(session_id: str) -> str:
             state = await self._client()
-            return await anyio.to_thread.run_sync(_session_json, state.memory, session_id)
+            return await self._in_thread(functools.partial(_session_json, state.memory,
+                                                           session_id))
 
     async def _curated(self, target: str) -> str:
         state = await self._client()
-        return await anyio.to_thread.run_sync(_curated_text, self.home, state.memory, target)
+        return await self._in_thread(functools.partial(_curated_text, self.home, state.memory,
+                                                       target))
 
     def close(self) -> None:
-        """End every client's session and shut providers down. Idempotent."""
+        """End every client's session and shut providers down (after the calls still
+        running on worker threads). Idempotent."""
+        self._threads.shutdown(wait=True)
         self.pool.close_all()
 
 
