@@ -167,6 +167,9 @@ class Server:
                       writer: asyncio.StreamWriter) -> bool:
         if path == "/stale" and served > 1:
             return False  # closed under the request: the server never read it
+        if path == "/until-close":  # no length, no chunks: the body ends at the close
+            writer.write(b"HTTP/1.1 200 OK\r\n\r\nthe whole body")
+            return False
         if path == "/garbage":
             writer.write(b"NOT HTTP AT ALL\r\n\r\n")
             return False
@@ -220,15 +223,17 @@ def test_a_streamed_chunked_body_arrives_piece_by_piece() -> None:
 
 
 def test_connection_close_and_a_connection_closed_under_a_request_are_survived() -> None:
-    async def body() -> tuple[list[int], int]:
+    async def body() -> tuple[list[int], int, bytes]:
         async with Server() as srv, httpx2.AsyncClient(transport=LeanTransport()) as http:
             closed = [(await http.get(srv.url("/close"))).json()["n"] for _ in range(2)]
             stale = [(await http.get(srv.url("/stale"))).json()["n"] for _ in range(2)]
-            return closed + stale, srv.connections
+            until_close = (await http.get(srv.url("/until-close"))).content
+            return closed + stale, srv.connections, until_close
 
-    served, connections = run(body())
+    served, connections, until_close = run(body())
     assert served == [1, 1, 1, 1]  # every request answered as the first of a new connection
     assert connections == 4  # two closed by the server; the 4th request sent again on a new one
+    assert until_close == b"the whole body"  # a body that ran to the server's close
 
 
 def test_bad_answers_and_no_server_raise_httpx_errors() -> None:

@@ -60,6 +60,7 @@ class _Connection(asyncio.Protocol):
         self.headers_done = False
         self.complete = False
         self.keep_alive = False
+        self.until_close = False  # a body that ends when the server closes the connection
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -80,7 +81,9 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        if exc is not None and self.error is None:
+        if self.until_close and exc is None:
+            self.complete = True
+        elif exc is not None and self.error is None:
             self.error = exc
         self._wake()
 
@@ -91,6 +94,8 @@ class _Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         self.status = self.parser.get_status_code()
         self.headers_done = True
+        framed = any(name.lower() in _HOP_HEADERS for name, _ in self.headers)
+        self.until_close = not framed and self.status >= 200 and self.status not in (204, 304)
 
     def on_body(self, body: bytes) -> None:
         self.chunks.append(body)
