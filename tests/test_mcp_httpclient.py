@@ -167,6 +167,12 @@ class Server:
                       writer: asyncio.StreamWriter) -> bool:
         if path == "/stale" and served > 1:
             return False  # closed under the request: the server never read it
+        if path == "/extra":  # an answer, then bytes nobody asked for
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale")
+            return True
         if path == "/until-close":  # no length, no chunks: the body ends at the close
             writer.write(b"HTTP/1.1 200 OK\r\n\r\nthe whole body")
             return False
@@ -228,12 +234,18 @@ def test_connection_close_and_a_connection_closed_under_a_request_are_survived()
             closed = [(await http.get(srv.url("/close"))).json()["n"] for _ in range(2)]
             stale = [(await http.get(srv.url("/stale"))).json()["n"] for _ in range(2)]
             until_close = (await http.get(srv.url("/until-close"))).content
-            return closed + stale, srv.connections, until_close
+            extra = (await http.get(srv.url("/extra"))).content
+            await asyncio.sleep(0.1)  # the unasked-for bytes arrive on the idle connection
+            after = (await http.get(srv.url("/json"))).json()["path"]
+            return closed + stale, srv.connections, [until_close, extra, after]
 
-    served, connections, until_close = run(body())
+    served, connections, bodies = run(body())
     assert served == [1, 1, 1, 1]  # every request answered as the first of a new connection
-    assert connections == 4  # two closed by the server; the 4th request sent again on a new one
-    assert until_close == b"the whole body"  # a body that ran to the server's close
+    # two closed by the server; the 4th request sent again on a new one; the one that
+    # got bytes nobody asked for while idle replaced by a new one
+    assert connections == 6
+    # a body that ran to the server's close; the unasked-for answer never taken as the next
+    assert bodies == [b"the whole body", b"ok", "/json"]
 
 
 def test_bad_answers_and_no_server_raise_httpx_errors() -> None:

@@ -48,6 +48,7 @@ class _Connection(asyncio.Protocol):
         self.parser = httptools.HttpResponseParser(self)
         self.waiter: asyncio.Future[None] | None = None
         self.closed = False
+        self.busy = False  # a request is using it (bytes on an idle connection close it)
         self.error: BaseException | None = None
         self.reset()
 
@@ -68,6 +69,9 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
+        if not self.busy:  # nothing was asked: a confused server, never a next answer
+            self.close()
+            return
         self.received = True
         try:
             self.parser.feed_data(data)
@@ -212,6 +216,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
             conn, reused = self._idle_connection(key), True
             if conn is None:
                 conn, reused = await self._connect(key, request, timeouts.get("connect")), False
+            conn.busy = True
             try:
                 if await self._exchange(conn, wire, request, timeouts.get("read"), reused):
                     return conn
@@ -260,6 +265,7 @@ class LeanTransport(httpx2.AsyncBaseTransport):
         return conn
 
     def _release(self, key: tuple[str, int], conn: _Connection) -> None:
+        conn.busy = False
         idle = self._idle.setdefault(key, [])
         if self._closed or len(idle) >= self._max_idle:
             conn.close()
