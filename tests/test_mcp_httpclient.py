@@ -167,6 +167,10 @@ class Server:
                       writer: asyncio.StreamWriter) -> bool:
         if path == "/stale" and served > 1:
             return False  # closed under the request: the server never read it
+        if path == "/early-hints":
+            writer.write(b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal")
+            return True
         if path == "/extra":  # an answer, then bytes nobody asked for
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
             await writer.drain()
@@ -234,6 +238,8 @@ def test_connection_close_and_a_connection_closed_under_a_request_are_survived()
             closed = [(await http.get(srv.url("/close"))).json()["n"] for _ in range(2)]
             stale = [(await http.get(srv.url("/stale"))).json()["n"] for _ in range(2)]
             until_close = (await http.get(srv.url("/until-close"))).content
+            hints = await http.get(srv.url("/early-hints"))
+            assert (hints.status_code, hints.content) == (200, b"final")
             extra = (await http.get(srv.url("/extra"))).content
             await asyncio.sleep(0.1)  # the unasked-for bytes arrive on the idle connection
             after = (await http.get(srv.url("/json"))).json()["path"]

@@ -62,6 +62,7 @@ class _Connection(asyncio.Protocol):
         self.complete = False
         self.keep_alive = False
         self.until_close = False  # a body that ends when the server closes the connection
+        self.informational = False
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -96,7 +97,12 @@ class _Connection(asyncio.Protocol):
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
-        self.status = self.parser.get_status_code()
+        status = self.parser.get_status_code()
+        if 100 <= status < 200:  # informational (103 Early Hints...): the answer follows
+            self.headers = []
+            self.informational = True
+            return
+        self.status = status
         self.headers_done = True
         framed = any(name.lower() in _HOP_HEADERS for name, _ in self.headers)
         self.until_close = not framed and self.status >= 200 and self.status not in (204, 304)
@@ -105,6 +111,9 @@ class _Connection(asyncio.Protocol):
         self.chunks.append(body)
 
     def on_message_complete(self) -> None:
+        if self.informational:
+            self.informational = False
+            return
         self.keep_alive = self.parser.should_keep_alive()  # reset once the call returns
         self.complete = True
 
