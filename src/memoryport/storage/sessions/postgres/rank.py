@@ -211,8 +211,8 @@ def range_sql(template: str, fenced: str, expected: int, rows: int) -> tuple[str
 def _scored(rows: Sequence[Sequence[Any]], owners: Owners) -> list[tuple[int, float]]:
     """``(id, score)`` of candidate rows (id, score, session, role), newest first; their
     sessions and roles go to ``owners``."""
-    owners.update((int(r[0]), (str(r[2]), str(r[3]))) for r in rows)
-    return sorted(((int(r[0]), float(r[1])) for r in rows), reverse=True)
+    owners.update({r[0]: (r[2], r[3]) for r in rows})  # bigint, text: int and str already
+    return sorted([(r[0], r[1]) for r in rows], reverse=True)  # real: a float already
 
 
 def _newest(
@@ -279,7 +279,7 @@ def _rank(
             found = _scored(rows, owners)
         else:
             found = _newest(cur, schema, compiled, window, owners)
-        ordered = sorted(found, key=lambda r: (-r[1], -r[0]))
+        ordered = sorted(found, key=itemgetter(1, 0), reverse=True)  # score, then newest
         scores.update(ordered)
         kept = _in_scope(cur, schema, ordered, scope, need, owners)
         if len(kept) >= need or window is None or len(found) < window:
