@@ -390,7 +390,8 @@ class TurnIndex:
             blocks = self._block_scores(match, scope)
             rows = self._candidate_rows(scope, main, blocks, found)
             anchor = self._latest(scope) if maybe_time else None
-        rows = self._add_nearest(query, scope, rows)
+        dense_query = vectors.query_text(query, {r[3] for r in rows}) if self.embedder else query
+        rows = self._add_nearest(dense_query, scope, rows)
         hint = time_hint(query, anchor)
         events = self._overlapping(rows, hint.events) if hint.events else set()
         wordset = set(words)
@@ -409,7 +410,7 @@ class TurnIndex:
             [1.0 if any(lo <= r[5] < hi for lo, hi in windows) else 0.0 for r in rows]
             if windows else zeros,
             [1.0 if r[7] else 0.0 for r in rows] if hint.intent else zeros,
-            self._dense(query, rows),
+            self._dense(dense_query, rows),
             [1.0 if r[0] in events else 0.0 for r in rows] if events else zeros,
             self._naming(words, rows),
         ]
