@@ -259,7 +259,7 @@ class PostgresSessionStore(SessionStore):
             return inserted(cur.execute(insert, values).fetchone())
 
         def queue(cur: Cursor) -> Callable[[], SessionRecord]:
-            cur.execute(insert, session_values(draft), prepare=True)  # planned once
+            cur.execute(insert, session_values(draft))
             return lambda: inserted(cur.fetchone())
 
         if draft.parent_session_id:
