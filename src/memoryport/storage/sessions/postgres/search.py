@@ -46,7 +46,7 @@ from memoryport.storage.sessions.postgres.migrations import CJK_REGEX, SEARCH_VI
 from memoryport.storage.sessions.query import ParsedQuery, iter_terms, make_snippet
 from memoryport.storage.sessions.records import MessageRecord, SearchHit, SortOrder
 from memoryport.storage.sessions.rows import HIT_COLUMNS, MESSAGE_COLUMNS, shape_window
-from memoryport.storage.sessions.temporal import CONTEXT_DEPTH, time_hint
+from memoryport.storage.sessions.temporal import CONTEXT_DEPTH, ContextWeights, time_hint
 from memoryport.storage.timeexpr import has_time_words
 
 __all__ = ["SMALL_MATCH", "fetch_windows", "run_search", "snippets_for"]
@@ -137,7 +137,7 @@ def _trigram_ranked(
     scope: Scope,
     need: int,
     scores: dict[int, float],
-    weights: object,
+    weights: ContextWeights | None,
 ) -> Ranked:
     """Every CJK match by occurrence score (ties: newest first), kept in scope. The
     server orders them; without a re-rank (``weights`` None: no score beyond the page is
