@@ -23,7 +23,9 @@ the query (so each lies in 0..1), multiplied by its weight and summed:
   :func:`names_other`) —
   the answer type of the question, as ``when`` is for time questions;
 * ``dense``: with the ``embeddings`` extra, the query-turn cosine similarity z-scored over
-  the candidates and clipped at 0 (:mod:`.vectors`); 0 without it.
+  the candidates and clipped at 0 (:mod:`.vectors`); 0 without it. The query is embedded
+  without the speakers' names (:func:`.vectors.query_text`), as turns are embedded
+  without their speaker: who said a turn is the ``speaker`` signal's.
 
 The default weights are the midpoint of the weights fitted on each half of the LoCoMo dev
 file (conversations 0-3 and 4-6; each fit scored on the other half:
