@@ -10,7 +10,7 @@ characters, so every string round-trips exactly. JSON columns need no escape:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -243,31 +243,25 @@ def filter_scope(
     return {int(r[0]) for r in rows if r[0] is not None and str(r[1]) in allowed}
 
 
-_IN_PYTHON: dict[str, Callable[[str, Any], bool]] = {
-    "= %s": lambda value, param: value == param,
-    "= ANY(%s)": lambda value, param: value in param,
-    "<> ALL(%s)": lambda value, param: value not in param,
-}
-"""The condition templates of :func:`~memoryport.storage.sessions.postgres.dialect.scope_sql`
-as Python tests (text equality: what ``=`` does on ``text``)."""
+_IN_PYTHON = {"= %s": False, "= ANY(%s)": False, "<> ALL(%s)": True}
+"""The condition templates of :func:`scope_sql` as membership tests (the value: whether
+the test is negated); text equality is what ``=`` does on ``text``."""
 _OWNER_FIELD = {"m.session_id": 0, "m.role": 1}
 
 
-def _message_checks(
-    cur: Cursor, scope: Scope
-) -> list[tuple[int, Callable[[str, Any], bool], Any]] | None:
-    """``scope``'s conditions on a message's session id and role as Python tests of its
-    :data:`Owners` entry, or None when one has another form."""
+def _message_checks(cur: Cursor, scope: Scope) -> list[tuple[int, set[Any], bool]] | None:
+    """``scope``'s conditions on a message's session id and role as membership tests of
+    its :data:`Owners` entry (field, values, negated), or None when one has another form."""
     where, params = scope
-    checks: list[tuple[int, Callable[[str, Any], bool], Any]] = []
+    checks: list[tuple[int, set[Any], bool]] = []
     for part, param in zip(where.as_string(cur).split(" AND ")[1:], params, strict=True):
         column, _, test = part.strip().partition(" ")
         if not column.startswith("m."):
             continue
-        field, check = _OWNER_FIELD.get(column), _IN_PYTHON.get(test)
-        if field is None or check is None:
+        field, negated = _OWNER_FIELD.get(column), _IN_PYTHON.get(test)
+        if field is None or negated is None:
             return None
-        checks.append((field, check, set(param) if isinstance(param, list) else param))
+        checks.append((field, set(param) if isinstance(param, list) else {param}, negated))
     return checks
 
 
@@ -288,7 +282,12 @@ def _filter_known(
     if split is None or checks is None:
         return None
     (on_sessions, session_params), _ = split
-    kept = [i for i in ids if all(test(owners[i][f], p) for f, test, p in checks)]
+    kept = ids
+    for field, values, negated in checks:
+        if negated:
+            kept = [i for i in kept if owners[i][field] not in values]
+        else:
+            kept = [i for i in kept if owners[i][field] in values]
     if not session_params or not kept:
         return set(kept)
     query = sql.SQL(
