@@ -201,7 +201,7 @@ def _compile(node: Node) -> str | None:
     if isinstance(node, Or):
         kept = [text for _, text in parts if text is not None]
         joiner = " | "
-    else:  # positives first, then negations (as compile_tsquery orders them)
+    else:  # positives first, then negations
         kept = [text for negated in (False, True) for n, text in parts if n is negated and text]
         joiner = " & "
     if not kept:

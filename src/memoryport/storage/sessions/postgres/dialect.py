@@ -16,7 +16,6 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from memoryport.storage.search_lexemes import fold_text
 from memoryport.storage.sessions import rows
 from memoryport.storage.sessions.query import Node, Not, Or, Term
 from memoryport.storage.sessions.records import (
@@ -33,7 +32,6 @@ __all__ = [
     "Ranked",
     "Scope",
     "compile_ilike",
-    "compile_tsquery",
     "decode_text",
     "encode_text",
     "escape_like",
@@ -110,37 +108,6 @@ def escape_like(text: str) -> str:
     """A ``%text%`` pattern for ``ILIKE ... ESCAPE '\\'`` matching ``text`` literally."""
     escaped = (encode_text(text) or "").replace("\\", "\\\\").replace("%", "\\%")
     return "%" + escaped.replace("_", "\\_") + "%"
-
-
-def _lexeme(token: str) -> str:
-    # Tokens come from the shared lexer (word characters only), so they hold no quote or
-    # backslash; folding matches what the index did to the stored text.
-    return "'" + fold_text(token).replace("'", " ").replace("\\", " ").strip() + "'"
-
-
-def _term(term: Term) -> str:
-    lexemes = [_lexeme(t) for t in term.tokens]
-    if term.prefix:
-        lexemes[-1] += ":*"
-    return lexemes[0] if len(lexemes) == 1 else "(" + " <-> ".join(lexemes) + ")"
-
-
-def compile_tsquery(node: Node) -> str:
-    """Compile a parsed tree into ``to_tsquery('english', ...)`` input.
-
-    Every lexeme is quoted, so no user text is read as tsquery syntax; phrases become
-    ``<->`` chains, prefixes ``:*``, ``Not`` children ``!``. ``to_tsquery`` then stems
-    each lexeme and drops stopwords exactly as the index did.
-    """
-    if isinstance(node, Term):
-        return _term(node)
-    if isinstance(node, Not):
-        return "!" + compile_tsquery(node.child)
-    if isinstance(node, Or):
-        return "(" + " | ".join(compile_tsquery(c) for c in node.children) + ")"
-    positives = [compile_tsquery(c) for c in node.children if not isinstance(c, Not)]
-    negatives = [compile_tsquery(c) for c in node.children if isinstance(c, Not)]
-    return "(" + " & ".join(positives + negatives) + ")"
 
 
 def compile_ilike(node: Node, column: str) -> tuple[str, list[str]]:

@@ -2,9 +2,10 @@
 
 Plans mirror the SQLite store (see :meth:`ParsedQuery.plan`):
 
-* ``fts`` -- ``tsv @@ tsquery`` on the GIN index. The tsquery is compiled from the shared
-  parse tree (:func:`compile_tsquery`) and normalised by ``to_tsquery(<store config>, ...)``
-  once, up front; a query left with only stopwords or only negations returns nothing
+* ``fts`` -- ``tsv @@ tsquery`` on the GIN index. The tsquery's lexemes are built from
+  the shared parse tree in Python by the same function that builds the stored rows'
+  lexemes (:mod:`memoryport.storage.search_lexemes`), so the two agree by construction;
+  a query left with only stopwords or only negations returns nothing
   instead of scanning the table. Relevance (``ts_rank_cd``, cover density normalised by
   length) runs over a bounded candidate set with the context re-rank of SQLite (see
   :mod:`~memoryport.storage.sessions.postgres.rank`).
