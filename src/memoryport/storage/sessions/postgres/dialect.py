@@ -274,17 +274,21 @@ def keep_in_scope(
     scope: Scope,
     need: int,
     owners: Owners | None = None,
+    *,
+    whole_chunks: bool = False,
 ) -> Ranked:
-    """The first ``need`` of ``ordered`` inside ``scope``, checked in chunks, order kept
-    (``owners``: see :func:`filter_scope`)."""
-    if not scope[1]:
-        return ordered[:need] if need < len(ordered) else list(ordered)
+    """The first ``need`` of ``ordered`` inside ``scope``, checked in chunks of
+    ``max(need * 4, 64)`` in rank order, order kept (``owners``: see
+    :func:`filter_scope`). ``whole_chunks``: every in-scope candidate of the chunks read
+    (what SQLite's ``_rank`` keeps for its re-rank), not just the first ``need``."""
     chunk = max(need * 4, 64)
+    if not scope[1]:
+        return list(ordered[: chunk if whole_chunks else need])
     kept: Ranked = []
     for start in range(0, len(ordered), chunk):
         part = ordered[start : start + chunk]
         keep = filter_scope(cur, schema, [r[0] for r in part], scope, owners)
         kept.extend(r for r in part if r[0] in keep)
         if len(kept) >= need:
-            return kept[:need]
+            return kept if whole_chunks else kept[:need]
     return kept

@@ -271,7 +271,7 @@ def _rank(
     """Rank every match (``window=None``) or the newest ``window`` ones, widened when the
     scope leaves fewer than ``need``; ``scores`` receives every match read, in scope or
     not. Ties: the newest first. The scope is checked in rank order, a chunk at a time,
-    until ``need`` pass (:func:`_in_scope`)."""
+    until ``need`` pass (:func:`keep_in_scope`)."""
     owners = _OWNERS.setdefault(cur, {})
     while True:
         if window is None:
@@ -281,28 +281,13 @@ def _rank(
             found = _newest(cur, schema, compiled, window, owners)
         ordered = sorted(found, key=itemgetter(1, 0), reverse=True)  # score, then newest
         scores.update(ordered)
-        kept = _in_scope(cur, schema, ordered, scope, need, owners)
+        # every chunk read is kept (as SQLite's _rank): the page, the re-rank and
+        # literal_first read no further; checking all 1,500 candidates of a window
+        # cost more than the rest of a discover call
+        kept = keep_in_scope(cur, schema, ordered, scope, need, owners, whole_chunks=True)
         if len(kept) >= need or window is None or len(found) < window:
             return kept
         window *= 8
-
-
-def _in_scope(
-    cur: Cursor, schema: sql.Identifier, ordered: Ranked, scope: Scope, need: int, owners: Owners
-) -> Ranked:
-    """The candidates in scope, checked in chunks of ``max(need * 4, 64)`` in rank order
-    until ``need`` pass: every one of the chunks read, as SQLite's ``_rank`` keeps them
-    (the page, the re-rank and :func:`literal_first` read no further). Checking all
-    1,500 candidates of a window cost more than the rest of a discover call."""
-    chunk = max(need * 4, 64)
-    kept: Ranked = []
-    for start in range(0, len(ordered), chunk):
-        part = ordered[start : start + chunk]
-        keep = filter_scope(cur, schema, [r[0] for r in part], scope, owners)
-        kept.extend(r for r in part if r[0] in keep)
-        if len(kept) >= need:
-            break
-    return kept
 
 
 def ranked_ids(
