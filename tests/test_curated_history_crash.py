@@ -28,7 +28,7 @@ _WRITER = textwrap.dedent(
             text += " (replaced)"
         else:
             store.add("memory", text)
-        print("ack", text, flush=True)
+        print("ack " + text, flush=True)  # one write: a kill never tears it
     """
 )
 
@@ -51,7 +51,9 @@ def _run_round(home: Path, tag: str, delay: float) -> list[str]:
     acked: list[str] = []
     for proc in procs:
         out, _ = proc.communicate(timeout=60)
-        acked.extend(line[4:] for line in out.splitlines() if line.startswith("ack "))
+        # Only whole lines count: a writer killed while printing acknowledged nothing.
+        acked.extend(line[4:-1] for line in out.splitlines(keepends=True)
+                     if line.startswith("ack ") and line.endswith("\n"))
     return acked
 
 
