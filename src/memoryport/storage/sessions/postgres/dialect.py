@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import psycopg
 from psycopg import sql
@@ -232,6 +233,13 @@ def _message_checks(cur: Cursor, scope: Scope) -> list[tuple[int, set[Any], bool
     return checks
 
 
+_VERDICTS: WeakKeyDictionary[Cursor, dict[tuple[str, str], dict[str, bool]]] = WeakKeyDictionary()
+"""Per cursor (one read call: a store opens a cursor per call) and scope: whether each
+session already probed passes the scope's session conditions. The ranking, the
+re-rank's neighbours (same sessions) and the literal walk ask about the same sessions;
+each is probed once per call, never across calls."""
+
+
 def _filter_known(
     cur: Cursor,
     schema: sql.Identifier,
@@ -242,7 +250,8 @@ def _filter_known(
     """:func:`filter_scope` of ids whose session and role are known: the messages'
     conditions tested here on the known values (no list of ids, sessions and roles sent
     to the server: for 1,500 candidates that was most of the client's time), then one
-    probe of ``sessions`` per distinct session left, when there are session conditions.
+    probe of ``sessions`` per distinct session left, when there are session conditions
+    (each session once per call: :data:`_VERDICTS`).
     None when the scope has a form this cannot split."""
     split = _split_scope(cur, scope)
     checks = _message_checks(cur, scope)
@@ -257,14 +266,19 @@ def _filter_known(
             kept = [i for i in kept if owners[i][field] in values]
     if not session_params or not kept:
         return set(kept)
-    query = sql.SQL(
-        "SELECT s.id FROM unnest(%b::text[]) AS d(session_id)"
-        " CROSS JOIN LATERAL (SELECT * FROM {s}.sessions p WHERE p.id = d.session_id"
-        " LIMIT 1) AS s WHERE TRUE{sw}"
-    ).format(s=schema, sw=on_sessions)
-    sessions = sorted({owners[i][0] for i in kept})
-    allowed = {str(r[0]) for r in cur.execute(query, [sessions, *session_params])}
-    return {i for i in kept if owners[i][0] in allowed}
+    verdicts = _VERDICTS.setdefault(cur, {}).setdefault(
+        (on_sessions.as_string(cur), repr(session_params)), {}
+    )
+    unknown = sorted({owners[i][0] for i in kept} - verdicts.keys())
+    if unknown:
+        query = sql.SQL(
+            "SELECT s.id FROM unnest(%b::text[]) AS d(session_id)"
+            " CROSS JOIN LATERAL (SELECT * FROM {s}.sessions p WHERE p.id = d.session_id"
+            " LIMIT 1) AS s WHERE TRUE{sw}"
+        ).format(s=schema, sw=on_sessions)
+        allowed = {str(r[0]) for r in cur.execute(query, [unknown, *session_params])}
+        verdicts.update((sid, sid in allowed) for sid in unknown)
+    return {i for i in kept if verdicts[owners[i][0]]}
 
 
 def keep_in_scope(

@@ -111,6 +111,9 @@ transaction), for the re-rank's scope checks and session totals."""
 _ESTIMATES: WeakKeyDictionary[Cursor, dict[str, int]] = WeakKeyDictionary()
 """Estimates already read on a cursor (one search's transaction): the ranking and the
 literal walk ask for the same query's."""
+_HIGHEST: WeakKeyDictionary[Cursor, int] = WeakKeyDictionary()
+"""The newest message id the ranking read on a cursor (one search call), where the
+literal walk starts."""
 
 
 def pipelined(
@@ -235,7 +238,7 @@ def _newest(
     table = sql.SQL("{s}.messages").format(s=schema).as_string(cur)
     counted, found_stats = estimates(cur, schema, [compiled], (stats, (table, SCOPE_SETTING)))
     expected, row = counted[0], (found_stats[0] if found_stats else None)
-    high = int(row[0]) if row and row[0] is not None else 0
+    high = _HIGHEST[cur] = int(row[0]) if row and row[0] is not None else 0
     rows_total = max(float(row[1]) if row and row[1] else 1.0, float(expected), 1.0)
     # a connection bound to one user sees only its rows (row-level security), so an id
     # range holds fewer of its matches
@@ -333,12 +336,30 @@ def _selective(cur: Cursor, schema: sql.Identifier, terms: list[str]) -> str:
     return " | ".join(chosen)
 
 
-_CONTEXT = (
-    "SELECT m.id, m.session_id, m.timestamp, m.content,"
-    " (SELECT max(x.id) FROM {s}.messages x WHERE x.session_id = m.session_id AND x.id < m.id),"
-    " (SELECT min(x.id) FROM {s}.messages x WHERE x.session_id = m.session_id AND x.id > m.id),"
-    " m.metadata, m.role FROM {s}.messages m WHERE m.id = ANY(%s)"
+def _context_columns(a: str) -> str:
+    """A context row of message ``a``: id, session, time, content, the ids of the
+    session's messages before and after it, metadata, role."""
+    return (
+        f"{a}.id, {a}.session_id, {a}.timestamp, {a}.content,"
+        f" (SELECT max(x.id) FROM {{s}}.messages x WHERE x.session_id = {a}.session_id"
+        f" AND x.id < {a}.id), (SELECT min(x.id) FROM {{s}}.messages x"
+        f" WHERE x.session_id = {a}.session_id AND x.id > {a}.id), {a}.metadata, {a}.role"
+    )
+
+
+_CONTEXT = f"SELECT {_context_columns('m')}, true FROM {{s}}.messages m WHERE m.id = ANY(%s)"
+_CONTEXT_NEAR = (
+    "WITH t(id, session_id, timestamp, content, prev, next, metadata, role, top)"
+    f" AS MATERIALIZED ({_CONTEXT}) SELECT * FROM t UNION ALL"
+    f" SELECT {_context_columns('n')}, false FROM {{s}}.messages n"
+    " WHERE n.id = ANY(ARRAY(SELECT t.prev FROM t UNION SELECT t.next FROM t))"
+    " AND (n.id = ANY(%b)) IS TRUE"
 )
+"""The context rows of the top candidates (flag true) and of their neighbours among the
+scored ids (flag false), in one statement: the neighbours' rows are kept only for those
+in scope (their sessions are the candidates', already checked). The neighbours are
+primary-key probes; the scored ids (``IS TRUE``: no index condition) only filter them
+(as an index condition the planner probed all 1,500 scored ids)."""
 
 
 def _speaker(metadata: str | None, role: str) -> Any:
@@ -355,10 +376,19 @@ def _speaker(metadata: str | None, role: str) -> Any:
     return role
 
 
-def _context_rows(cur: Cursor, schema: sql.Identifier, ids: list[int]) -> dict[int, ContextRow]:
-    rows = cur.execute(sql.SQL(_CONTEXT).format(s=schema), (ids,)).fetchall()
-    return {
-        int(r[0]): (
+def _context_rows(
+    cur: Cursor, schema: sql.Identifier, ids: list[int], near: Sequence[int] | None = None
+) -> tuple[dict[int, ContextRow], dict[int, ContextRow]]:
+    """The context rows of ``ids``, and (``near``: the scored ids) those of their
+    neighbours in ``near`` (see :data:`_CONTEXT_NEAR`)."""
+    if near is None:
+        rows = cur.execute(sql.SQL(_CONTEXT).format(s=schema), (ids,)).fetchall()
+    else:
+        query = sql.SQL(_CONTEXT_NEAR).format(s=schema)
+        rows = cur.execute(query, (ids, list(near))).fetchall()
+    found: tuple[dict[int, ContextRow], dict[int, ContextRow]] = ({}, {})
+    for r in rows:
+        found[0 if r[8] else 1][int(r[0])] = (
             int(r[0]),
             str(r[1]),
             float(r[2]),
@@ -367,8 +397,7 @@ def _context_rows(cur: Cursor, schema: sql.Identifier, ids: list[int]) -> dict[i
             None if r[5] is None else int(r[5]),
             _speaker(r[6], str(r[7])),
         )
-        for r in rows
-    }
+    return found
 
 
 def rerank_context(
@@ -384,12 +413,13 @@ def rerank_context(
     ``search``'s scope (the query, the scope) with :func:`context_rerank`."""
     query, scope = search
     known = _OWNERS.get(cur, {})  # every candidate's session and role, as ranking read them
-    top = ranked[:CONTEXT_DEPTH]
-    rows = _context_rows(cur, schema, [i for i, _ in top])
+    top = [i for i, _ in ranked[:CONTEXT_DEPTH]]
+    neighbours = bool(weights.prev or weights.next)
+    rows, spare = _context_rows(cur, schema, top, list(scores) if neighbours else None)
     near = {n for r in rows.values() for n in r[4:6] if n in scores and n not in rows}
-    if near and (weights.prev or weights.next):
+    if near and neighbours:
         kept = filter_scope(cur, schema, [*near], scope, known)
-        rows.update(_context_rows(cur, schema, sorted(kept)))
+        rows.update((i, spare[i]) for i in kept if i in spare)  # (near: all in spare)
     sessions: dict[str, float] = {}
     if weights.session:
         best = heapq.nlargest(SESSION_SCAN, scores.items(), key=itemgetter(1))
@@ -494,8 +524,11 @@ def _literal_walk(
         owners = {int(r[0]): (str(r[1]), str(r[2])) for r in rows}
         fresh = [(i, 0.0) for i in owners if i not in seen]
         return [i for i, _ in keep_in_scope(cur, schema, fresh, scope, need, owners)]
-    row = cur.execute(sql.SQL("SELECT max(id) FROM {s}.messages").format(s=schema)).fetchone()
-    high = int(row[0]) if row and row[0] is not None else 0
+    high = _HIGHEST.get(cur)
+    if high is None:
+        newest = sql.SQL("SELECT max(id) FROM {s}.messages").format(s=schema)
+        row = cur.execute(newest).fetchone()
+        high = int(row[0]) if row and row[0] is not None else 0
     found: list[int] = []
     scanned, chunk = 0, 4096
     while high > 0 and len(known) + len(found) < need and scanned < LITERAL_SCAN:

@@ -171,40 +171,65 @@ def _ordered(
     newest: bool,
 ) -> Ranked:
     """Matches in message-time order (ties by id): every match sorted when there are at
-    most :data:`SMALL_MATCH` word-index matches, else a walk of ``messages_time``."""
+    most :data:`SMALL_MATCH` word-index matches, else a walk of ``messages_time``. The
+    word's estimate and the walk's first chunk are asked together (one round trip; the
+    chunk, 512 rows read in index order, is dropped when the word turns out rare)."""
     where, params = match
-    if plan == "fts" and rank.estimate(cur, schema, params[0]) <= SMALL_MATCH:
-        query = sql.SQL(f"SELECT m.id, m.timestamp FROM {{s}}.{SEARCH_VIEW} m WHERE {{w}}").format(
-            s=schema, w=sql.SQL(where)
-        )
-        rows = [(int(i), float(ts)) for i, ts in cur.execute(query, params)]
-        rows.sort(key=lambda r: (r[1], r[0]), reverse=newest)
-        return keep_in_scope(cur, schema, [(i, 0.0) for i, _ in rows], scope, need)
-    return _walk_by_time(cur, schema, match, scope, need, newest)
+    walk = _Walk(schema, match, newest)
+    first: list[Any] | None = None
+    if plan == "fts":
+        chunk = walk.first(need)
+        counted, first = rank.estimates(cur, schema, [params[0]], (walk.query, chunk))
+        if counted[0] <= SMALL_MATCH:
+            query = sql.SQL(
+                f"SELECT m.id, m.timestamp FROM {{s}}.{SEARCH_VIEW} m WHERE {{w}}"
+            ).format(s=schema, w=sql.SQL(where))
+            rows = [(int(i), float(ts)) for i, ts in cur.execute(query, params)]
+            rows.sort(key=lambda r: (r[1], r[0]), reverse=newest)
+            return keep_in_scope(cur, schema, [(i, 0.0) for i, _ in rows], scope, need)
+    return _walk_by_time(cur, schema, walk, scope, need, first)
+
+
+class _Walk:
+    """The chunk query of a walk of ``messages_time`` (see :func:`_walk_by_time`)."""
+
+    def __init__(self, schema: sql.Identifier, match: tuple[str, list[Any]], newest: bool):
+        op, direction = ("<", "DESC") if newest else (">", "ASC")
+        self.query = sql.SQL(
+            f"SELECT m.id, m.timestamp, ({{w}}), m.session_id, m.role"
+            f" FROM {{s}}.{SEARCH_VIEW} m WHERE (m.timestamp, m.id) {{op}} (%s, %s)"
+            " ORDER BY m.timestamp {d}, m.id {d} LIMIT %s"
+        ).format(w=sql.SQL(match[0]), s=schema, op=sql.SQL(op), d=sql.SQL(direction))
+        self.params = match[1]
+        self.start: tuple[float, int] = (float("inf"), 2**62) if newest else (float("-inf"), -1)
+
+    def first(self, need: int) -> list[Any]:
+        """The parameters of the first chunk."""
+        return [*self.params, *self.start, max(_CHUNK, need * 4)]
 
 
 def _walk_by_time(
     cur: Cursor,
     schema: sql.Identifier,
-    match: tuple[str, list[Any]],
+    walk: _Walk,
     scope: Scope,
     need: int,
-    newest: bool,
+    first: list[Any] | None = None,
 ) -> Ranked:
-    """Walk messages by (timestamp, id) in growing chunks; keep those ``match`` accepts
-    and the scope allows. The match is a selected column, so the walk is always the
-    ``messages_time`` index, never a plan chosen from a misjudged match count."""
-    op, direction = ("<", "DESC") if newest else (">", "ASC")
-    query = sql.SQL(
-        f"SELECT m.id, m.timestamp, ({{w}}), m.session_id, m.role FROM {{s}}.{SEARCH_VIEW} m"
-        " WHERE (m.timestamp, m.id) {op} (%s, %s)"
-        " ORDER BY m.timestamp {d}, m.id {d} LIMIT %s"
-    ).format(w=sql.SQL(match[0]), s=schema, op=sql.SQL(op), d=sql.SQL(direction))
-    bound: tuple[float, int] = (float("inf"), 2**62) if newest else (float("-inf"), -1)
+    """Walk messages by (timestamp, id) in growing chunks; keep those the match accepts
+    and the scope allows (``first``: the first chunk's rows, already read). The match is
+    a selected column, so the walk is always the ``messages_time`` index, never a plan
+    chosen from a misjudged match count."""
+    bound = walk.start
     chunk = max(_CHUNK, need * 4)
     kept: Ranked = []
     while len(kept) < need:
-        rows = cur.execute(query, [*match[1], *bound, chunk]).fetchall()
+        rows = (
+            first
+            if first is not None
+            else cur.execute(walk.query, [*walk.params, *bound, chunk]).fetchall()
+        )
+        first = None
         if not rows:
             break
         matched = [(int(r[0]), 0.0) for r in rows if r[2]]
