@@ -516,6 +516,7 @@ class TurnIndex:
         order as the query joined with the turns (ties fall in id order both ways)."""
         conn, cache = self._conn, self._cache
         cache.catch_up(conn)
+        match = cache.phrases.narrow(conn, match, cache.seen, MAIN_DEPTH)
         if conn.execute("SELECT EXISTS(SELECT 1 FROM turns WHERE user_id < ?1)"
                         " OR EXISTS(SELECT 1 FROM turns WHERE user_id > ?1)",
                         (scope,)).fetchone()[0]:
