@@ -135,3 +135,17 @@ def test_the_search_leaves_the_common_phrase_out(tmp_path: Path,
         hits = index.search("We decided on sqlite for n42", limit=5)
     assert hits and "n42" in hits[0].text
     assert seen == [('"decided" OR "sqlite" OR "n42"', '"sqlite" OR "n42"')]
+
+
+def test_a_store_of_several_users_keeps_the_whole_match(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With another user's turns in the file, counts over the file are not the scope's:
+    no narrowing (the rarer phrase's turns could all be the other user's)."""
+    calls: list[str] = []
+    monkeypatch.setattr(rowcache.CommonPhrases, "narrow",
+                        lambda self, conn, match, seen, depth: calls.append(match) or match)
+    with _store(tmp_path / "h.db", 300, rare_every=3) as index:
+        index.add_turns([TurnInput("s1", "Ann", "sqlite for ann", START, "", "ann")])
+        assert index.search("We decided on sqlite for n42", limit=5)
+        assert index.search("We decided on sqlite", limit=5, user_id="ann")
+    assert calls == []

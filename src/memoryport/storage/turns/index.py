@@ -516,7 +516,6 @@ class TurnIndex:
         order as the query joined with the turns (ties fall in id order both ways)."""
         conn, cache = self._conn, self._cache
         cache.catch_up(conn)
-        match = cache.phrases.narrow(conn, match, cache.seen, MAIN_DEPTH)
         if conn.execute("SELECT EXISTS(SELECT 1 FROM turns WHERE user_id < ?1)"
                         " OR EXISTS(SELECT 1 FROM turns WHERE user_id > ?1)",
                         (scope,)).fetchone()[0]:
@@ -528,7 +527,8 @@ class TurnIndex:
             ).fetchall()
             found: list[_Row] = [tuple(r[:-1]) for r in ranked]
             cache.keep(scope, found)
-        else:
+        else:  # one user: counts over the file are the scope's (see CommonPhrases)
+            match = cache.phrases.narrow(conn, match, cache.seen, MAIN_DEPTH)
             ranked = conn.execute(
                 "SELECT rowid, bm25(turns_fts) AS s FROM turns_fts WHERE turns_fts MATCH ?"
                 " ORDER BY s LIMIT ?", (match, MAIN_DEPTH),

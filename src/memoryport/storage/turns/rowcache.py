@@ -200,6 +200,10 @@ class CommonPhrases:
     ones with only common words fill the ``depth`` places (and their neighbours become
     candidates): the MATCH is left whole (the LoCoMo figures depend on those).
 
+    Used only while every stored turn has the same user: the counts are over the whole
+    file (as FTS5's are), and with other users' turns a rarer phrase could fill the depth
+    with turns outside the searched scope.
+
     ``N`` is the row count FTS5 keeps for the idf; a phrase's ``n`` is the number of rows
     matching it (FTS5's own count), kept by phrase and caught up by the turns stored
     since (turn ids only grow and turns are never deleted). Not thread-safe (the index
