@@ -61,6 +61,14 @@ SYNC_WAIT = 0.05
 ``sync_turn`` still storing the previous turn (see ``HolographicProvider._wait_for_sync``);
 a sync held up longer (a write lock held elsewhere) is not waited for."""
 
+RETRIEVALS_BATCH = 64
+"""How many recalled fact ids (counted in memory) a turn's sync lets wait before writing
+their retrieval counts; older than :data:`RETRIEVALS_AGE` seconds they are written too. A
+write of facts, a tool call, compression, session end and shutdown write them at once."""
+RETRIEVALS_AGE = 60.0
+"""The longest, in seconds, a turn's sync lets retrieval counts wait (see
+:data:`RETRIEVALS_BATCH`)."""
+
 log = logging.getLogger("memoryport.providers.holographic")
 
 
@@ -76,6 +84,7 @@ class HolographicProvider(MemoryProvider):
         self._context = SessionContext()
         self._warm: dict[str, tuple[str, int, str]] = {}
         self._retrievals: list[int] = []  # recalled fact ids not yet counted in the store
+        self._retrieved_at = 0.0  # time.monotonic() of the oldest of them
         self._writes = 0
         self._lock = threading.Lock()
         self._storing = 0  # sync_turn calls that have not stored their turns yet
@@ -190,12 +199,18 @@ class HolographicProvider(MemoryProvider):
             # Counted in memory: a write per recall would cost the turn a transaction.
             # Written by the next write path (sync_turn, a tool call, session end, shutdown).
             with self._lock:
+                if not self._retrievals:
+                    self._retrieved_at = time.monotonic()
                 self._retrievals.extend(f.id for f in facts)
         return render(facts, hits, self.settings.recall_chars)
 
-    def _flush_retrievals(self, store: FactStore) -> None:
-        """Write the retrieval counts recall kept in memory (kept on failure)."""
+    def _flush_retrievals(self, store: FactStore, *, due: bool = False) -> None:
+        """Write the retrieval counts recall kept in memory (kept on failure); ``due``:
+        only when :data:`RETRIEVALS_BATCH` ids or :data:`RETRIEVALS_AGE` seconds wait."""
         with self._lock:
+            if due and len(self._retrievals) < RETRIEVALS_BATCH and (
+                    time.monotonic() - self._retrieved_at < RETRIEVALS_AGE):
+                return
             pending, self._retrievals = self._retrievals, []
         if not pending:
             return
@@ -322,12 +337,13 @@ class HolographicProvider(MemoryProvider):
         self._store_turns(session, speaker, str(kwargs.get("assistant_speaker") or "assistant"),
                           user_content, assistant_content, timestamp, source_id)
         stored()
-        self._flush_retrievals(store)
-        if not self.settings.auto_extract:
-            return
-        provenance = Provenance(session, source_id, "turn", "extractor")
-        items = facts_in_text(user_content or "", speaker=speaker, provenance=provenance,
-                              timestamp=timestamp, home=self.home)
+        items: list[FactInput] = []
+        if self.settings.auto_extract:
+            provenance = Provenance(session, source_id, "turn", "extractor")
+            items = facts_in_text(user_content or "", speaker=speaker, provenance=provenance,
+                                  timestamp=timestamp, home=self.home)
+        # Retrieval counts wait for a write of facts (or a batch): not a transaction per turn.
+        self._flush_retrievals(store, due=not items)
         self._store_all(store, items)
 
     def _store_turns(self, session: str, speaker: str, assistant: str, user_text: str,
@@ -350,6 +366,7 @@ class HolographicProvider(MemoryProvider):
         store = self._writable()
         if store is None or not self.settings.auto_extract or not isinstance(messages, list):
             return
+        self._flush_retrievals(store)
         items = facts_in_messages(messages, session_id=self._context.session_id,
                                   source_kind=source_kind, home=self.home)
         self._store_all(store, items + self._llm_items(messages, source_kind), catch_up=True)
