@@ -4,6 +4,8 @@ JSON-RPC and a client that disconnects mid-request (nothing written, still servi
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -428,13 +430,98 @@ def test_http_runs_on_the_c_parser_the_mcp_extra_installs(tmp_path: Path) -> Non
     try:
         config = http_config(server, host="127.0.0.1", port=free_port())
         config.load()
-        assert config.http_protocol_class is HttpToolsProtocol
+        assert issubclass(config.http_protocol_class, HttpToolsProtocol)
         # idle keep-alive connections outlive the gap between two model turns
         assert config.timeout_keep_alive == KEEP_ALIVE_S > 5 and config.access_log is False
         with pytest.raises(LoopbackError):
             http_config(server, host="0.0.0.0", port=free_port())
     finally:
         server.close()
+
+
+def test_an_answers_headers_and_body_leave_in_one_send() -> None:
+    # uvicorn writes the status line and headers, then the body: held to the end of the
+    # event loop's pass, they reach the client together (one wake-up, one parse)
+    from memoryport.mcp.http import CoalescingTransport
+
+    async def body() -> tuple[bytes, bytes, bytes, bool]:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        theirs.setblocking(False)
+        transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, ours)
+        wire = CoalescingTransport(transport, loop)  # type: ignore[arg-type]
+        wire.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
+        wire.write(b"{}")
+        try:
+            held = theirs.recv(1024)  # nothing has left yet: both writes are held
+        except BlockingIOError:
+            held = b""
+        await asyncio.sleep(0)  # the pass ends: one send of both
+        await asyncio.sleep(0.05)
+        sent = theirs.recv(1024)
+        wire.write(b"last words")
+        wire.close()  # what is held leaves before the close
+        await asyncio.sleep(0.05)
+        closing = theirs.recv(1024)
+        theirs.close()
+        return held, sent, closing, wire.is_closing()
+
+    held, sent, closing, is_closing = asyncio.run(body())
+    assert held == b""
+    assert sent == b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"
+    assert closing == b"last words" and is_closing
+
+
+def test_stdio_answers_into_a_pipe_with_room_without_a_pass_of_the_loop() -> None:
+    from memoryport.mcp.stdio import LoopWire
+
+    read_end, write_end = os.pipe()
+    try:
+        wire = LoopWire(read_end, write_end)
+        step = wire.write('{"jsonrpc": "2.0", "id": 1, "result": {}}\n')
+        with pytest.raises(StopIteration):  # done at once: no suspension to watch the pipe
+            step.send(None)
+        assert os.read(read_end, 1024) == b'{"jsonrpc": "2.0", "id": 1, "result": {}}\n'
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_stdio_answer_into_a_full_pipe_waits_for_room_and_arrives_whole() -> None:
+    import fcntl
+
+    from memoryport.mcp.stdio import LoopWire
+
+    read_end, write_end = os.pipe()
+    flags = fcntl.fcntl(write_end, fcntl.F_GETFL)
+    fcntl.fcntl(write_end, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+    filled = 0
+    with contextlib.suppress(BlockingIOError):
+        while True:  # fill the pipe: a write would block now
+            filled += os.write(write_end, b"x" * 4096)
+    fcntl.fcntl(write_end, fcntl.F_SETFL, flags)
+    answer = json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"text": "y" * 20_000}}) + "\n"
+
+    async def body() -> bytes:
+        wire = LoopWire(read_end, write_end)
+        received = bytearray()
+
+        async def drain() -> None:
+            while len(received) < filled + len(answer):
+                await anyio.wait_readable(read_end)
+                received.extend(os.read(read_end, 65536))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(wire.write, answer)
+            group.start_soon(drain)
+        return bytes(received)
+
+    try:
+        received = anyio.run(body)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert received == b"x" * filled + answer.encode()
 
 
 def test_stdio_from_a_regular_file_is_served_too(tmp_path: Path) -> None:

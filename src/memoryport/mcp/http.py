@@ -8,12 +8,13 @@ JSON-RPC error before the request reaches the MCP layer (nothing runs, nothing i
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import importlib.util
 import ipaddress
 import json
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, cast
 
 from memoryport.mcp.server import MemoryServer, responsive
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KEEP_ALIVE_S",
     "BearerAuth",
+    "CoalescingTransport",
     "LoopbackError",
     "http_app",
     "http_config",
@@ -122,6 +124,89 @@ def http_app(server: MemoryServer, *, host: str, path: str = "/mcp") -> ASGIApp:
     return BearerAuth(app, tokens) if tokens else app
 
 
+class CoalescingTransport:
+    """A socket transport whose writes made during one pass of the event loop leave in
+    one ``send`` at the end of that pass.
+
+    uvicorn writes an answer's status line and headers, then its body, as two writes:
+    two ``send`` calls, and the client is woken for the headers and again for the body (an
+    MCP client library parses and waits twice). Held to the end of the pass, a JSON
+    answer leaves in one segment. A streamed body (server-sent events) still leaves as it
+    is written: each pass's writes go out when the pass ends. ``close``/``write_eof``
+    send what is held first; everything else is the wrapped transport's.
+    """
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: list[bytes] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Hold ``data`` until the end of this pass of the event loop."""
+        if not data:
+            return
+        if not self._held:
+            self._loop.call_soon(self.flush)
+        self._held.append(bytes(data))
+
+    def writelines(self, lines: Iterable[bytes | bytearray | memoryview]) -> None:
+        """``write`` each of ``lines``."""
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        """Send what is held now, in one write."""
+        if not self._held:
+            return
+        data = b"".join(self._held)
+        self._held.clear()
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
+    def close(self) -> None:
+        """Send what is held, then close."""
+        self.flush()
+        self._transport.close()
+
+    def write_eof(self) -> None:
+        """Send what is held, then end the stream."""
+        self.flush()
+        self._transport.write_eof()
+
+    def abort(self) -> None:
+        """Drop what is held and close at once."""
+        self._held.clear()
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def _coalescing(base: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
+    """``base`` (a uvicorn HTTP/1.1 protocol) writing through :class:`CoalescingTransport`."""
+
+    class Coalescing(base):  # type: ignore[valid-type,misc]
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            wrapped = CoalescingTransport(cast(asyncio.Transport, transport),
+                                          asyncio.get_running_loop())
+            super().connection_made(wrapped)
+
+    Coalescing.__name__ = Coalescing.__qualname__ = f"Coalescing{base.__name__}"
+    return Coalescing
+
+
+def http_protocol() -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol class (:func:`http_parser`'s) on a
+    :class:`CoalescingTransport`: an answer's headers and body in one ``send``."""
+    if http_parser() == "httptools":
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        return _coalescing(HttpToolsProtocol)
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    return _coalescing(H11Protocol)
+
+
 def http_parser() -> str:
     """uvicorn's HTTP/1.1 implementation: ``"httptools"`` (the C parser the ``mcp`` extra
     installs: about 0.6 ms less server CPU per request than pure-Python ``h11``) when it
@@ -138,7 +223,7 @@ def http_config(
     import uvicorn
 
     return uvicorn.Config(http_app(server, host=host, path=path), host=host, port=port,
-                          log_level="warning", lifespan="on", http=http_parser(),
+                          log_level="warning", lifespan="on", http=http_protocol(),
                           access_log=False, timeout_keep_alive=KEEP_ALIVE_S)
 
 
