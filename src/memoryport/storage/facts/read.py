@@ -18,7 +18,7 @@ from memoryport.storage.facts.records import (
     Revision,
     fact_from_row,
 )
-from memoryport.storage.facts.text import fts_query, jaccard, tokens
+from memoryport.storage.facts.text import STOPWORDS, fts_words, jaccard, tokens
 from memoryport.storage.timeexpr import has_time_words, resolve
 
 __all__ = [
@@ -54,8 +54,10 @@ def believed(user_id: str, min_trust: float, as_of: float | None) -> tuple[str, 
     return _AS_OF, [user_id, as_of, as_of, min_trust]
 
 
-def with_entities(conn: Connection, facts: Sequence[Fact]) -> list[Fact]:
-    """``facts`` with their entity names filled in (one query)."""
+def with_entities(conn: Connection, facts: Sequence[Fact],
+                  scores: Sequence[float] | None = None) -> list[Fact]:
+    """``facts`` with their entity names filled in (one query), and with ``scores`` (one
+    per fact) when given."""
     if not facts:
         return []
     marks = ",".join("?" * len(facts))
@@ -66,12 +68,31 @@ def with_entities(conn: Connection, facts: Sequence[Fact]) -> list[Fact]:
         [f.id for f in facts],
     ):
         names.setdefault(fact_id, []).append(name)
+    if scores is not None:
+        return [replace(f, entities=tuple(names.get(f.id, ())), score=score)
+                for f, score in zip(facts, scores, strict=True)]
     return [replace(f, entities=tuple(names.get(f.id, ()))) for f in facts]
 
 
-def _entity_boost(conn: Connection, user_id: str, query: str) -> set[int]:
-    """Ids of facts linked to an entity the query names (by key, word-wise)."""
-    words = tokens(query, keep_stopwords=True)
+_CONTENT_WORDS: dict[str, frozenset[str]] = {}
+"""The :func:`tokens` of fact contents search has scored (cleared past
+:data:`CONTENT_WORDS` entries): a store's facts come back query after query."""
+CONTENT_WORDS = 4096
+"""How many fact contents' word sets :func:`search` keeps."""
+
+
+def _content_words(content: str) -> frozenset[str]:
+    words = _CONTENT_WORDS.get(content)
+    if words is None:
+        if len(_CONTENT_WORDS) >= CONTENT_WORDS:
+            _CONTENT_WORDS.clear()
+        words = _CONTENT_WORDS[content] = frozenset(tokens(content))
+    return words
+
+
+def _entity_boost(conn: Connection, user_id: str, words: list[str]) -> set[int]:
+    """Ids of facts linked to an entity the query names (by key, word-wise); ``words``
+    are the query's :func:`tokens`, stopwords kept."""
     keys = set(words) | {" ".join(words[i:i + 2]) for i in range(len(words) - 1)}
     if not keys:
         return set()
@@ -160,7 +181,9 @@ def search(
     word) and a time match (facts stated in, or about an event in, a window the query
     names — :func:`query_windows`; with no other words the window alone selects),
     multiplied by trust."""
-    match = fts_query(query)
+    words = tokens(query, keep_stopwords=True)
+    wanted = [w for w in words if w not in STOPWORDS]  # tokens(query)
+    match = fts_words(wanted)
     windows = query_windows(conn, user_id, query)
     if not match and not windows:
         return []
@@ -172,7 +195,7 @@ def search(
     ).fetchall() if match else []
     best = min((row[-1] for row in rows), default=-1.0) or -1.0
     lexical = {row[0]: row[-1] / best for row in rows}
-    boosted = _entity_boost(conn, user_id, query)
+    boosted = _entity_boost(conn, user_id, words)
     candidates = [fact_from_row(row[:-1]) for row in rows]
     candidates += entity_candidates(conn, boosted - set(lexical), scope,
                                      max(limit * 2, 10))
@@ -180,17 +203,18 @@ def search(
         seen = {f.id for f in candidates}
         candidates += [f for f in window_candidates(conn, windows, scope, max(limit * 2, 10))
                        if f.id not in seen]
-    wanted = set(tokens(query))
-    scored: list[Fact] = []
+    query_set = set(wanted)
+    scores: list[float] = []
     for fact in candidates:
         relevance = 0.6 * lexical.get(fact.id, 0.0)
-        relevance += 0.25 * jaccard(wanted, set(tokens(fact.content)))
+        relevance += 0.25 * jaccard(query_set, _content_words(fact.content))
         relevance += 0.15 if fact.id in boosted else 0.0
         # the same weight as an entity match: a named time is as specific as a named thing
         relevance += 0.15 if windows and in_windows(fact, windows) else 0.0
-        scored.append(replace(fact, score=relevance * fact.trust_score))
-    scored.sort(key=lambda f: (-f.score, -f.recorded_at))
-    return with_entities(conn, scored[:limit])
+        scores.append(relevance * fact.trust_score)
+    top = sorted(range(len(candidates)),
+                 key=lambda i: (-scores[i], -candidates[i].recorded_at))[:limit]
+    return with_entities(conn, [candidates[i] for i in top], [scores[i] for i in top])
 
 
 def _entity_id(conn: Connection, user_id: str, name: str) -> int | None:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Set as AbstractSet
 
 __all__ = [
     "STOPWORDS",
     "content_hash",
     "fts_all",
     "fts_query",
+    "fts_words",
     "jaccard",
     "normalize",
     "tokens",
@@ -63,7 +65,7 @@ def tokens(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return [w for w in words if w not in STOPWORDS]
 
 
-def jaccard(a: set[str], b: set[str]) -> float:
+def jaccard(a: AbstractSet[str], b: AbstractSet[str]) -> float:
     """Jaccard similarity of two token sets (0 when both are empty)."""
     if not a and not b:
         return 0.0
@@ -73,8 +75,13 @@ def jaccard(a: set[str], b: set[str]) -> float:
 def fts_query(text: str, *, limit: int = 32) -> str:
     """An FTS5 MATCH expression: the distinct content words of ``text``, each quoted,
     OR-joined (``""`` when nothing is left, which callers treat as "no text query")."""
+    return fts_words(tokens(text), limit=limit)
+
+
+def fts_words(words: list[str], *, limit: int = 32) -> str:
+    """:func:`fts_query` of text whose :func:`tokens` are ``words``."""
     seen: list[str] = []
-    for word in tokens(text):
+    for word in words:
         if len(word) < 2 and not word.isdigit():
             continue
         if word not in seen:
