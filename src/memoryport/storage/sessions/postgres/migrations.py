@@ -381,6 +381,22 @@ def m040_session_search_view(cur: Cursor, schema: sql.Identifier) -> None:
     )
 
 
+@_migration
+def m050_cjk_time_index(cur: Cursor, schema: sql.Identifier) -> None:
+    """``messages_cjk_time``: the ``messages_time`` order (time, id) over the messages
+    with CJK, kana or Hangul text only (2% of the benchmark's). A short CJK query (the
+    ``like`` plan: ILIKE, newest first) walks it instead of every message, since all
+    its matches are CJK rows: ``東京`` (0.4% of the messages) read ~10,000 rows to find
+    a page at 100k messages, ~500 through this index. Built from every row once (~1-2 s
+    at 1M messages)."""
+    cur.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS messages_cjk_time ON {s}.messages (timestamp, id)"
+            " WHERE content ~ {cjk}"
+        ).format(s=schema, cjk=sql.Literal(CJK_REGEX))
+    )
+
+
 def grant_app_role(conn: psycopg.Connection[Any], schema: str, role: str) -> None:
     """Let ``role`` (an ordinary login role, not the owner) use the store at ``schema``;
     run by the schema's owner after :func:`migrate`. Idempotent.

@@ -26,6 +26,7 @@ Snippets (``ts_headline`` or :func:`make_snippet`) are computed only for the fin
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,7 +45,15 @@ from memoryport.storage.sessions.postgres.dialect import (
     session_of,
 )
 from memoryport.storage.sessions.postgres.migrations import CJK_REGEX, SEARCH_VIEW, ts_config
-from memoryport.storage.sessions.query import ParsedQuery, iter_terms, make_snippet
+from memoryport.storage.sessions.query import (
+    And,
+    Node,
+    Or,
+    ParsedQuery,
+    Term,
+    iter_terms,
+    make_snippet,
+)
 from memoryport.storage.sessions.records import MessageRecord, SearchHit, SortOrder
 from memoryport.storage.sessions.rows import HIT_COLUMNS, MESSAGE_COLUMNS, shape_window
 from memoryport.storage.sessions.temporal import CONTEXT_DEPTH, ContextWeights, time_hint
@@ -95,7 +104,9 @@ def run_search(
     if sort == "relevance" and plan != "like":
         ranked = _relevance(cur, schema, parsed, plan, (expr, match), scope, offset + limit)
     else:
-        ranked = _ordered(cur, schema, plan, match, scope, offset + limit, sort != "oldest")
+        cjk = plan == "trigram" or _only_cjk(parsed.root)
+        walk = _Walk(schema, match, sort != "oldest", cjk)
+        ranked = _ordered(cur, schema, plan, (match, walk), scope, offset + limit)
     page = ranked[offset : offset + limit]
     headline = expr if plan == "fts" and snippets else ""
     return _hydrate(cur, schema, parsed, page, headline, snippets), expr
@@ -161,21 +172,34 @@ def _trigram_ranked(
         cap = None
 
 
+_CJK_CHAR = re.compile(CJK_REGEX)
+
+
+def _only_cjk(node: Node | None) -> bool:
+    """Whether every message ``node`` matches has CJK text (``CJK_REGEX``): a term with
+    a CJK character, an AND with one such part, an OR of such parts (never a NOT)."""
+    if isinstance(node, Term):
+        return _CJK_CHAR.search(node.text) is not None
+    if isinstance(node, Or):
+        return all(_only_cjk(c) for c in node.children)
+    if isinstance(node, And):
+        return any(_only_cjk(c) for c in node.children)
+    return False  # a NOT, or nothing
+
+
 def _ordered(
     cur: Cursor,
     schema: sql.Identifier,
     plan: str,
-    match: tuple[str, list[Any]],
+    search: tuple[tuple[str, list[Any]], _Walk],
     scope: Scope,
     need: int,
-    newest: bool,
 ) -> Ranked:
     """Matches in message-time order (ties by id): every match sorted when there are at
     most :data:`SMALL_MATCH` word-index matches, else a walk of ``messages_time``. The
     word's estimate and the walk's first chunk are asked together (one round trip; the
     chunk, 512 rows read in index order, is dropped when the word turns out rare)."""
-    where, params = match
-    walk = _Walk(schema, match, newest)
+    (where, params), walk = search
     first: list[Any] | None = None
     if plan == "fts":
         chunk = walk.first(need)
@@ -185,22 +209,27 @@ def _ordered(
                 f"SELECT m.id, m.timestamp FROM {{s}}.{SEARCH_VIEW} m WHERE {{w}}"
             ).format(s=schema, w=sql.SQL(where))
             rows = [(int(i), float(ts)) for i, ts in cur.execute(query, params)]
-            rows.sort(key=lambda r: (r[1], r[0]), reverse=newest)
+            rows.sort(key=lambda r: (r[1], r[0]), reverse=walk.newest)
             return keep_in_scope(cur, schema, [(i, 0.0) for i, _ in rows], scope, need)
     return _walk_by_time(cur, schema, walk, scope, need, first)
 
 
 class _Walk:
-    """The chunk query of a walk of ``messages_time`` (see :func:`_walk_by_time`)."""
+    """The chunk query of a walk of ``messages_time`` (see :func:`_walk_by_time`), or of
+    ``messages_cjk_time`` (``cjk``: every match has CJK text, m050)."""
 
-    def __init__(self, schema: sql.Identifier, match: tuple[str, list[Any]], newest: bool):
+    def __init__(
+        self, schema: sql.Identifier, match: tuple[str, list[Any]], newest: bool, cjk: bool
+    ) -> None:
         op, direction = ("<", "DESC") if newest else (">", "ASC")
+        rows = f"m.content ~ {_quote(CJK_REGEX)} AND " if cjk else ""
         self.query = sql.SQL(
             f"SELECT m.id, m.timestamp, ({{w}}), m.session_id, m.role"
-            f" FROM {{s}}.{SEARCH_VIEW} m WHERE (m.timestamp, m.id) {{op}} (%s, %s)"
+            f" FROM {{s}}.{SEARCH_VIEW} m WHERE {rows}(m.timestamp, m.id) {{op}} (%s, %s)"
             " ORDER BY m.timestamp {d}, m.id {d} LIMIT %s"
         ).format(w=sql.SQL(match[0]), s=schema, op=sql.SQL(op), d=sql.SQL(direction))
         self.params = match[1]
+        self.newest = newest
         self.start: tuple[float, int] = (float("inf"), 2**62) if newest else (float("-inf"), -1)
 
     def first(self, need: int) -> list[Any]:
