@@ -10,7 +10,7 @@ characters, so every string round-trips exactly. JSON columns need no escape:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -29,6 +29,7 @@ from memoryport.storage.sessions.records import (
 )
 
 __all__ = [
+    "RIDERS",
     "Owners",
     "Ranked",
     "Scope",
@@ -240,6 +241,30 @@ re-rank's neighbours (same sessions) and the literal walk ask about the same ses
 each is probed once per call, never across calls."""
 
 
+Rider = tuple[Callable[[list[int]], tuple[sql.Composed, list[Any]]], dict[int, Any]]
+RIDERS: WeakKeyDictionary[Cursor, Rider] = WeakKeyDictionary()
+"""Per cursor (one search call): a query to send with the first scope check (pipeline
+mode, one round trip for both) and where its rows go, by their first column. The
+search registers its page's hydration: it builds the query for the candidates the
+check is asked about (those that passed the messages' own conditions, in rank order),
+and most of a page is in scope, so the page needs no query of its own. Used once."""
+
+
+def _with_rider(cur: Cursor, check: tuple[sql.Composed, list[Any]], ids: list[int]) -> list[Any]:
+    """The rows of ``check``; the cursor's rider (:data:`RIDERS`), if any, goes along."""
+    rider = RIDERS.pop(cur, None)
+    if rider is None:
+        return cur.execute(*check).fetchall()
+    query, params = rider[0](ids)
+    conn = cur.connection
+    extra = conn.cursor()
+    with conn.pipeline():
+        cur.execute(*check)
+        extra.execute(query, params)
+    rider[1].update((int(r[0]), r) for r in extra.fetchall())
+    return cur.fetchall()
+
+
 def _filter_known(
     cur: Cursor,
     schema: sql.Identifier,
@@ -276,7 +301,7 @@ def _filter_known(
             " CROSS JOIN LATERAL (SELECT * FROM {s}.sessions p WHERE p.id = d.session_id"
             " LIMIT 1) AS s WHERE TRUE{sw}"
         ).format(s=schema, sw=on_sessions)
-        allowed = {str(r[0]) for r in cur.execute(query, [unknown, *session_params])}
+        allowed = {str(r[0]) for r in _with_rider(cur, (query, [unknown, *session_params]), kept)}
         verdicts.update((sid, sid in allowed) for sid in unknown)
     return {i for i in kept if verdicts[owners[i][0]]}
 

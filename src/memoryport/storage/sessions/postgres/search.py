@@ -35,6 +35,7 @@ from psycopg import sql
 
 from memoryport.storage.sessions.postgres import rank
 from memoryport.storage.sessions.postgres.dialect import (
+    RIDERS,
     Ranked,
     Scope,
     compile_ilike,
@@ -101,15 +102,19 @@ def run_search(
         if plan == "trigram":
             where = f"m.content ~ {_quote(CJK_REGEX)} AND {where}"
         expr, match = where, (where, list(params))
+    headline = expr if plan == "fts" and snippets else ""
+    hydrated: dict[int, Any] = {}
+    if not headline:  # the page's rows ride along with the first scope check
+        RIDERS[cur] = (lambda ids: _hit_rows(schema, ids[: offset + limit + 8], ""), hydrated)
     if sort == "relevance" and plan != "like":
         ranked = _relevance(cur, schema, parsed, plan, (expr, match), scope, offset + limit)
     else:
         cjk = plan == "trigram" or _only_cjk(parsed.root)
         walk = _Walk(schema, match, sort != "oldest", cjk)
         ranked = _ordered(cur, schema, plan, (match, walk), scope, offset + limit)
+    RIDERS.pop(cur, None)
     page = ranked[offset : offset + limit]
-    headline = expr if plan == "fts" and snippets else ""
-    return _hydrate(cur, schema, parsed, page, headline, snippets), expr
+    return _hydrate(cur, schema, parsed, page, (headline, hydrated), snippets), expr
 
 
 def _relevance(
@@ -271,18 +276,10 @@ def _walk_by_time(
     return kept
 
 
-def _hydrate(
-    cur: Cursor,
-    schema: sql.Identifier,
-    parsed: ParsedQuery,
-    page: Sequence[tuple[int, float]],
-    compiled: str,
-    snippets: bool,
-) -> list[SearchHit]:
-    """Hits for ``page`` in order; ``ts_headline`` snippets when ``compiled`` is set,
-    marked by hand otherwise (``snippets=False``: none)."""
-    if not page:
-        return []
+def _hit_rows(
+    schema: sql.Identifier, ids: Sequence[int], compiled: str
+) -> tuple[sql.Composed, list[Any]]:
+    """The query of the hit rows of ``ids`` (with ``ts_headline`` when ``compiled``)."""
     headline = sql.SQL("ts_headline({cfg}, m.content, %s::tsquery, %s)" if compiled else "NULL")
     query = sql.SQL(
         "SELECT {cols}, {headline} FROM {s}.messages m CROSS JOIN LATERAL ({session}) AS s"
@@ -294,7 +291,26 @@ def _hydrate(
         session=session_of(schema),
     )
     params = [compiled, _HEADLINE_OPTIONS] if compiled else []
-    rows = {int(r[0]): r for r in cur.execute(query, [*params, [i for i, _ in page]])}
+    return query, [*params, list(ids)]
+
+
+def _hydrate(
+    cur: Cursor,
+    schema: sql.Identifier,
+    parsed: ParsedQuery,
+    page: Sequence[tuple[int, float]],
+    compiled: tuple[str, dict[int, Any]],
+    snippets: bool,
+) -> list[SearchHit]:
+    """Hits for ``page`` in order; ``ts_headline`` snippets when ``compiled[0]`` is set,
+    marked by hand otherwise (``snippets=False``: none). ``compiled[1]``: hit rows
+    already read (with the scope check); the page is read only when one is missing."""
+    if not page:
+        return []
+    rows = compiled[1]
+    if any(i not in rows for i, _ in page):
+        found = cur.execute(*_hit_rows(schema, [i for i, _ in page], compiled[0]))
+        rows = {int(r[0]): r for r in found}
     needles = [t.text for t in iter_terms(parsed.root, negated=False)]
     hits = []
     for message_id, score in page:
