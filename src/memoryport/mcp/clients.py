@@ -30,6 +30,7 @@ from memoryport.turn import Turn
 __all__ = [
     "META_SESSION_KEY",
     "META_USER_KEY",
+    "SESSION_HEADER",
     "ClientPool",
     "ClientState",
     "Identity",
@@ -43,6 +44,7 @@ META_USER_KEY = "memoryport/user_id"
 META_SESSION_KEY = "memoryport/session_id"
 """``_meta`` key a client sets to pick its session id (its client key)."""
 SESSION_HEADER = "mcp-session-id"
+"""The streamable-HTTP header naming a connected client's session."""
 
 
 class IdentityError(ValueError):

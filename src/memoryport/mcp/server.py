@@ -59,6 +59,7 @@ from memoryport.admin.curated import open_curated
 from memoryport.api import Memory
 from memoryport.errors import SessionNotFound
 from memoryport.mcp.clients import (
+    SESSION_HEADER,
     ClientPool,
     ClientState,
     Identity,
@@ -110,6 +111,7 @@ TIMING_KEY = "memoryport/timing"
 log = logging.getLogger(__name__)
 
 _CALL_FIELDS = frozenset({"name", "arguments", "_meta"})
+_SESSIONS_KEPT = 4096
 
 _timing: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar(
     "memoryport_mcp_timing", default=None
@@ -148,6 +150,9 @@ class MemoryServer:
         self.options = options
         self.pool = ClientPool(opener, options.max_clients)
         self._threads = ThreadPoolExecutor(TOOL_THREADS, thread_name_prefix="memoryport-mcp")
+        self._sessions: dict[str, str] = {}
+        self.direct_answers = 0
+        """``tools/call`` requests answered by :meth:`answer_direct` (HTTP, no SDK session)."""
         first = self.pool.get(Identity(options.user_id, "default"))
         schemas = [*first.memory.tool_schemas(), *SERVER_TOOLS]
         self.tool_names = frozenset(str(s["name"]) for s in schemas)
@@ -172,6 +177,7 @@ class MemoryServer:
         if ctx.request_id is None:
             return await call_next(ctx)
         headers = getattr(ctx.request, "headers", None)
+        self._note_session(ctx, headers)
         try:
             identity = resolve_identity(
                 headers, ctx.meta, tokens=self.options.tokens, default_user=self.options.user_id
@@ -228,6 +234,9 @@ class MemoryServer:
     ) -> dict[str, Any]:
         """The wire result of a direct ``tools/call`` (a tool that raises gets the SDK's
         ``isError`` result with no detail, and the error is logged, as the SDK does)."""
+        return await self._shaped(ctx.protocol_version, name, arguments)
+
+    async def _shaped(self, version: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
             wire = tool_result_wire(await self._run(name, arguments))
         except MCPError:
@@ -235,10 +244,72 @@ class MemoryServer:
         except Exception:
             log.exception("Tool %r raised an unexpected exception", name)
             wire = tool_result_wire(f"Error executing tool {name}", error=True)
-        version = ctx.protocol_version
-        shaped = serialize_server_result(ctx.method, version, wire)
+        shaped = serialize_server_result("tools/call", version, wire)
         if version in MODERN_PROTOCOL_VERSIONS and shaped.get("_meta") is None:
             shaped["_meta"] = {SERVER_INFO_META_KEY: self.mcp._lowlevel_server.server_info_stamp}
+        return shaped
+
+    # ------------------------------------------------------------------ direct HTTP answers
+    def _note_session(self, ctx: ServerRequestContext[Any, Any], headers: Any) -> None:
+        """Remember an initialized streamable-HTTP session's protocol version (what
+        :meth:`answer_direct` shapes results for)."""
+        if headers is None or getattr(ctx.session, "client_params", None) is None:
+            return
+        session_id = headers.get(SESSION_HEADER)
+        if not session_id or self._sessions.get(session_id) == ctx.protocol_version:
+            return
+        if len(self._sessions) >= _SESSIONS_KEPT:
+            self._sessions.pop(next(iter(self._sessions)))
+        self._sessions[session_id] = ctx.protocol_version
+
+    def session_version(self, session_id: str) -> str | None:
+        """The protocol version of an initialized streamable-HTTP session this server has
+        answered a request of, else None."""
+        return self._sessions.get(session_id)
+
+    def forget_session(self, session_id: str) -> None:
+        """Drop what :meth:`session_version` knows of a session (ended or expired)."""
+        self._sessions.pop(session_id, None)
+
+    async def answer_direct(
+        self, version: str, headers: Mapping[str, str], params: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """The result of a ``tools/call`` with ``params`` on an initialized session of
+        protocol ``version``, answered without the SDK's session machinery, exactly as the
+        middleware's direct path answers it; None when the SDK must take the call (any
+        error, an argument the SDK may pre-parse, extra request fields)."""
+        started = time.perf_counter()
+        name, arguments = params.get("name"), params.get("arguments")
+        check = self._direct.get(name) if isinstance(name, str) else None
+        if check is None or not _CALL_FIELDS.issuperset(params) or not isinstance(
+            arguments, dict | None
+        ):
+            return None
+        meta = params.get("_meta")
+        try:
+            identity = resolve_identity(headers, meta if isinstance(meta, Mapping) else None,
+                                        tokens=self.options.tokens,
+                                        default_user=self.options.user_id)
+            self._check_call(params)
+            validate_client_request("tools/call", version, dict(params))
+        except (IdentityError, MCPError, ValidationError, KeyError, ValueError):
+            return None
+        parsed = check.parse(arguments or {})
+        if parsed is None:
+            return None
+        wants = isinstance(meta, Mapping) and meta.get(TIMING_KEY) is True
+        timing: dict[str, float] | None = {} if wants else None
+        token, timed = current_identity.set(identity), _timing.set(timing)
+        try:
+            shaped = await self._shaped(version, str(name), parsed)
+        finally:
+            _timing.reset(timed)
+            current_identity.reset(token)
+        if timing is not None:
+            timing["server_ms"] = (time.perf_counter() - started) * 1e3
+            shaped.setdefault("_meta", {})[TIMING_KEY] = {k: round(v, 3)
+                                                          for k, v in timing.items()}
+        self.direct_answers += 1
         return shaped
 
     def _check_call(self, params: Mapping[str, Any]) -> None:
