@@ -7,14 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from struct import Struct
-from typing import IO, Any, ClassVar
+from typing import IO, Any
 
 import psycopg
 from psycopg import sql
-from psycopg.abc import Buffer
-from psycopg.adapt import Dumper
-from psycopg.pq import Format
 
 from memoryport.errors import SessionNotFound, StoreError
 from memoryport.storage import search_lexemes
@@ -27,6 +23,7 @@ from memoryport.storage.sessions.postgres.dialect import (
     session_values,
 )
 from memoryport.storage.sessions.postgres.migrations import ensure_trigram_index
+from memoryport.storage.sessions.postgres.wire import columns, rendered
 from memoryport.storage.sessions.records import (
     SESSION_UPDATABLE_FIELDS,
     ImportReport,
@@ -378,98 +375,6 @@ def _positional_events_statement(schema: sql.Identifier) -> sql.Composed:
     ).format(s=schema)
 
 
-class _BinaryArray(bytes):
-    """A one-dimensional array already in PostgreSQL's binary format (``array_send``'s):
-    psycopg sends it as it is, with the array type's oid (:class:`_ArrayDumper`)."""
-
-    oid: ClassVar[int] = 0
-
-
-class _TextArray(_BinaryArray):
-    oid = 1009  # text[]
-
-
-class _Float8Array(_BinaryArray):
-    oid = 1022  # float8[]
-
-
-class _ArrayDumper(Dumper):
-    """Dumps a :class:`_BinaryArray` unchanged (the bytes are the wire format)."""
-
-    format = Format.BINARY
-
-    def dump(self, obj: Any) -> Buffer | None:
-        """The array's bytes."""
-        return bytes(obj)
-
-
-class _TextArrayDumper(_ArrayDumper):
-    oid = _TextArray.oid
-
-
-class _Float8ArrayDumper(_ArrayDumper):
-    oid = _Float8Array.oid
-
-
-psycopg.adapters.register_dumper(_TextArray, _TextArrayDumper)  # private types only
-psycopg.adapters.register_dumper(_Float8Array, _Float8ArrayDumper)
-
-_HEAD = Struct(">iiiii").pack  # dimensions, has nulls, element oid, length, lower bound
-_SIZE = Struct(">i").pack
-_FLOAT8 = Struct(">id").pack  # size 8, value
-_NULL = _SIZE(-1)
-
-
-def _text_array(values: Sequence[str | None], encoding: str) -> _TextArray:
-    """``values`` as a binary ``text[]`` (``None``: NULL), encoded for the connection."""
-    count = len(values)
-    if values.count(None) == count:  # most optional columns
-        return _TextArray(_HEAD(1, 1, 25, count, 1) + _NULL * count)
-    items = [_NULL if v is None else _SIZE(len(b := v.encode(encoding))) + b for v in values]
-    return _TextArray(_HEAD(1, None in values, 25, count, 1) + b"".join(items))
-
-
-def _float8_array(values: Sequence[float]) -> _Float8Array:
-    """``values`` as a binary ``float8[]``."""
-    items = b"".join([_FLOAT8(8, float(v)) for v in values])
-    return _Float8Array(_HEAD(1, 0, 701, len(values), 1) + items)
-
-
-def _columns(rows: Sequence[tuple[Any, ...]], skip: int, encoding: str) -> list[_BinaryArray]:
-    """Binary column arrays of ``message_values`` rows (the first ``skip`` columns left
-    out), then the rows' ``tsvector`` literals.
-
-    Built here rather than by psycopg's list dumpers, which pick and call a dumper for
-    every element (~3 us a message); here a column of NULLs is one multiplication and a
-    text element one ``encode`` and one length."""
-    columns = list(zip(*rows, strict=True))[skip:]
-    arrays: list[_BinaryArray] = [
-        _float8_array(c) if i == _TIMESTAMP - skip else _text_array(c, encoding)
-        for i, c in enumerate(columns)
-    ]
-    arrays.append(_text_array([document_of_row(r) for r in rows], encoding))
-    return arrays
-
-
-_TIMESTAMP = 3
-"""The ``timestamp`` column's index in a ``message_values`` row (the others are text)."""
-
-
-_RENDERED: dict[tuple[str, Callable[[sql.Identifier], sql.Composed]], bytes] = {}
-
-
-def _rendered(
-    cur: Cursor, schema: sql.Identifier, statement: Callable[[sql.Identifier], sql.Composed]
-) -> bytes:
-    """``statement(schema)`` as bytes, rendered once per schema (building and quoting the
-    composed statement cost ~50 us a call)."""
-    key = (schema.as_string(cur), statement)
-    text = _RENDERED.get(key)
-    if text is None:
-        text = _RENDERED[key] = statement(schema).as_bytes(cur)
-    return text
-
-
 def append_batch(
     cur: Cursor, schema: sql.Identifier, session_id: str, items: Sequence[MessageInput], now: float
 ) -> Callable[[], list[int]]:
@@ -484,21 +389,21 @@ def append_batch(
     tool_calls = sum(len(m.tool_calls or []) for m in items)
     last = max(now if m.timestamp is None else float(m.timestamp) for m in items)
     rows = [message_values(session_id, m, now) for m in items[:_FIRST_CHUNK]]
-    head = [len(items), tool_calls, last, session_id, *_columns(rows, 1, encoding)]
-    cur.execute(_rendered(cur, schema, append_statement), head, prepare=True)
+    head = [len(items), tool_calls, last, session_id, *columns(rows, 1, encoding)]
+    cur.execute(rendered(cur, schema, append_statement), head, prepare=True)
     cursors = [cur]
     for start in range(_FIRST_CHUNK, len(items), _CHUNK):
         chunk = [message_values(session_id, m, now) for m in items[start : start + _CHUNK]]
         rows.extend(chunk)
         more = conn.cursor()
-        more_sql = _rendered(cur, schema, _more_statement)
-        more.execute(more_sql, [session_id, *_columns(chunk, 1, encoding)], prepare=True)
+        more_sql = rendered(cur, schema, _more_statement)
+        more.execute(more_sql, [session_id, *columns(chunk, 1, encoding)], prepare=True)
         cursors.append(more)
     events = [e for pos, r in enumerate(rows, 1) for e in event_rows(pos, r[2], r[3])]
     if events:
         event_columns = [list(c) for c in zip(*events, strict=True)]
         with conn.cursor() as other:
-            other.execute(_rendered(cur, schema, _positional_events_statement),
+            other.execute(rendered(cur, schema, _positional_events_statement),
                           [session_id, len(rows), *event_columns], prepare=True)  # fmt: skip
     return lambda: [int(row[0]) for c in cursors for row in c.fetchall()]
 
@@ -511,19 +416,19 @@ def _insert_rows(
     while Python stamps the next), then their event windows by position (see
     :func:`_positional_events_statement`: each session here is new or locked)."""
     rows = [r for _, new in batches for r in new]
-    insert = _rendered(cur, schema, _rows_statement)
+    insert = rendered(cur, schema, _rows_statement)
     encoding = cur.connection.info.encoding
     start = 0
     while start < len(rows):
         end = start + (_CHUNK if start else _FIRST_CHUNK)
-        cur.execute(insert, _columns(rows[start:end], 0, encoding), prepare=True)
+        cur.execute(insert, columns(rows[start:end], 0, encoding), prepare=True)
         start = end
     per_session = []
     for session_id, new in batches:
         events = [e for pos, r in enumerate(new, 1) for e in event_rows(pos, r[2], r[3])]
         if events:
-            columns = [list(c) for c in zip(*events, strict=True)]
-            per_session.append([session_id, len(new), *columns])
+            event_columns = [list(c) for c in zip(*events, strict=True)]
+            per_session.append([session_id, len(new), *event_columns])
     if per_session:
         cur.executemany(_positional_events_statement(schema), per_session)
 

@@ -53,6 +53,7 @@ from memoryport.storage.sessions.postgres.dialect import (
     session_values,
 )
 from memoryport.storage.sessions.postgres.search import fetch_windows, run_search, snippets_for
+from memoryport.storage.sessions.postgres.wire import pipelined, session_insert, session_row
 from memoryport.storage.sessions.query import ParsedQuery
 from memoryport.storage.sessions.records import (
     DEFAULT_HIDDEN_SOURCES,
@@ -182,7 +183,7 @@ class PostgresSessionStore(SessionStore):
         """Like :meth:`_run` in pipeline mode: ``fn`` queues its statements and returns
         a function reading their results, called after the commit, so ``BEGIN``, the
         statements and ``COMMIT`` cost one round trip."""
-        return self._attempts(lambda conn: _pipelined(conn, fn), "write")
+        return self._attempts(lambda conn: pipelined(conn, fn), "write")
 
     def _attempts(self, call: Callable[[psycopg.Connection[Any]], T], what: str) -> T:
         """``call`` on a pooled connection; retries and error mapping of :meth:`_run`."""
@@ -244,13 +245,6 @@ class PostgresSessionStore(SessionStore):
 
     # ------------------------------------------------------------------ sessions
     def _insert_session(self, draft: SessionRecord) -> SessionRecord:
-        columns = SESSION_COLUMNS.replace("s.", "")
-        insert = self._q(
-            f"INSERT INTO {{s}}.sessions ({columns}) VALUES"
-            f" ({', '.join(['%s'] * len(columns.split(', ')))})"
-            f" ON CONFLICT (id) DO NOTHING RETURNING {columns}"
-        )
-
         def inserted(row: Sequence[Any] | None) -> SessionRecord:
             if row is None:
                 raise StoreError(f"session {draft.id!r} already exists")
@@ -265,10 +259,10 @@ class PostgresSessionStore(SessionStore):
             if row is None:
                 raise SessionNotFound(f"unknown parent session {draft.parent_session_id!r}")
             values[2] = values[2] or row[0]
-            return inserted(cur.execute(insert, values).fetchone())
+            return inserted(cur.execute(session_insert(cur, self._s), values).fetchone())
 
         def queue(cur: Cursor) -> Callable[[], SessionRecord]:
-            cur.execute(insert, session_values(draft))
+            cur.execute(session_insert(cur, self._s), session_row(draft))
             return lambda: inserted(cur.fetchone())
 
         if draft.parent_session_id:
@@ -329,7 +323,8 @@ class PostgresSessionStore(SessionStore):
             " ORDER BY s.last_active_at DESC, s.id DESC LIMIT %s"
         ).format(cols=sql.SQL(SESSION_COLUMNS), s=self._s, where=where)
         value = encode_text(valid_text(title))
-        rows = self._read(lambda c: c.execute(query, [value, *params, limit]).fetchall())
+        params = [value, *params, limit]  # prepared: an index probe whatever the title
+        rows = self._read(lambda c: c.execute(query, params, prepare=True).fetchall())
         return [session_from_row(r) for r in rows]
 
     # ------------------------------------------------------------------ messages
@@ -418,7 +413,9 @@ class PostgresSessionStore(SessionStore):
             FROM up JOIN {s}.sessions s ON s.id = up.parent WHERE up.depth < 10000)
         SELECT DISTINCT id, parent FROM up
         """)
-        rows = self._read(lambda c: c.execute(query, (session_ids,)).fetchall())
+        rows = self._read(  # prepared (discover asks twice a call): key lookups
+            lambda c: c.execute(query, (session_ids,), prepare=True).fetchall()
+        )
         return {row[0]: row[1] for row in rows}
 
     def children(self, session_id: str) -> list[SessionRecord]:
@@ -582,13 +579,6 @@ def _bare(conn: psycopg.Connection[Any], fn: Callable[[Cursor], T]) -> T:
         conn.autocommit = True
     with conn.cursor() as cur:
         return fn(cur)
-
-
-def _pipelined(conn: psycopg.Connection[Any], fn: Callable[[Cursor], Callable[[], T]]) -> T:
-    with conn.cursor() as cur:
-        with conn.pipeline(), conn.transaction():
-            finish = fn(cur)
-        return finish()
 
 
 def _column_value(key: str, value: Any) -> Any:
