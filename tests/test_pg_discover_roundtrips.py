@@ -139,6 +139,7 @@ def test_a_discover_call_reads_without_transaction_blocks_in_few_round_trips(
             _Traced.trace = None
         try:
             _fill(store)
+            _discover(store, query="planning trip")  # (the lookups are prepared once)
             trace.flush()
             start = os.path.getsize(trace.name)
             out = _discover(store, query="planning trip")

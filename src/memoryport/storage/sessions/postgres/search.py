@@ -341,7 +341,9 @@ def snippets_for(
     ).format(cfg=ts_config(schema), s=schema)
     out = {}
     for message_id, content, headline in cur.execute(
-        query, (compiled, _HEADLINE_OPTIONS, list(ids))
+        query,
+        (compiled, _HEADLINE_OPTIONS, list(ids)),
+        prepare=True,  # see fetch_windows
     ):
         text = decode_text(headline) or "" if compiled else ""
         out[int(message_id)] = (
@@ -403,7 +405,9 @@ def fetch_windows(
     """).format(s=schema, cols=sql.SQL(MESSAGE_COLUMNS))
     grouped: dict[int, list[MessageRecord]] = {}
     counts: dict[int, tuple[int, int]] = {}
-    for row in cur.execute(rows_sql, (ids, window, window, bookend, bookend)):
+    # prepared: a lookup by ids whose plan no value changes, planned once per connection
+    # (0.6-0.7 ms of planning a call; searches are never prepared, see store._configure)
+    for row in cur.execute(rows_sql, (ids, window, window, bookend, bookend), prepare=True):
         grouped.setdefault(int(row[0]), []).append(message_from_row(row[3:]))
         counts[int(row[0])] = (int(row[1]), int(row[2]))
     out = {}
