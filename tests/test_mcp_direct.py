@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,6 +23,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+import memoryport
 from memoryport.mcp import MemoryServer, ServeOptions, build_server
 from memoryport.mcp.http import http_config
 
@@ -155,3 +158,83 @@ def test_the_sdk_client_and_user_scoping_over_direct_answers(
     assert server.direct_answers >= before + 1
     assert "ann keeps bees" in ann and "ben" not in ann
     assert "ben keeps bees" in ben and "ann" not in ben
+
+
+ENVELOPE = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def _wire_session(home: Path, lines: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """``lines`` sent one at a time over a pipe pair to ``serve_wire`` (each answered
+    before the next is sent); the answers, and how many were answered directly."""
+    from memoryport.mcp.stdio import LoopWire, serve_wire
+
+    server = build_server(home, ServeOptions())
+    to_server, from_test = os.pipe()
+    to_test, from_server = os.pipe()
+    answers: list[dict[str, Any]] = []
+
+    async def body() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(serve_wire, server.mcp, LoopWire(to_server, from_server))
+            pending = b""
+            for line in lines:
+                os.write(from_test, json.dumps(line).encode() + b"\n")
+                if "id" not in line:
+                    continue
+                while b"\n" not in pending:
+                    await anyio.wait_readable(to_test)
+                    pending += os.read(to_test, 65536)
+                answer, pending = pending.split(b"\n", 1)
+                answers.append(json.loads(answer))
+            os.close(from_test)  # end of input: the server returns
+
+    try:
+        anyio.run(body)
+    finally:
+        for fd in (to_server, to_test, from_server):
+            os.close(fd)
+        server.close()
+    return answers, server.direct_answers
+
+
+def _call(n: int, name: str, arguments: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments, "_meta": meta}}
+
+
+def test_stdio_plain_calls_of_a_modern_connection_are_answered_directly(tmp_path: Path) -> None:
+    search = ("session_search", {"query": "nothing stored"})
+    calls = [_call(1, *search, ENVELOPE), _call(2, *search, ENVELOPE),  # 1: opens (SDK)
+             _call(3, "memory", {"action": 3}, ENVELOPE),  # wrong type: the SDK's error result
+             _call(4, "no_such_tool", {}, ENVELOPE),  # the SDK's JSON-RPC error
+             _call(5, "memory", {"action": "add", "target": "user", "content": "owns a ✓ kite"},
+                   {**ENVELOPE, "memoryport/user_id": "kim"}),
+             _call(6, *search, {"io.modelcontextprotocol/protocolVersion": "1999-01-01",
+                                "io.modelcontextprotocol/clientCapabilities": {}})]
+    answers, direct = _wire_session(tmp_path, calls)
+    assert direct == 2  # calls 2 and 5
+    assert answers[0]["id"] == 1 and answers[1] == {**answers[0], "id": 2}  # same answer
+    assert answers[2]["result"]["isError"] is True
+    assert answers[3]["error"]["code"] == -32602
+    assert answers[4]["result"]["structuredContent"]["success"] is True
+    assert "error" in answers[5]  # an unsupported version: the SDK's rejection
+    again = {"action": "add", "target": "user", "content": "owns a ✓ kite"}
+    with memoryport.open(tmp_path, user_id="kim") as memory:  # written, as kim's
+        assert "already exists" in memory.call_tool("memory", again)
+    with memoryport.open(tmp_path) as memory:  # and nobody else's
+        assert "Entry added" in memory.call_tool("memory", again)
+
+
+def test_stdio_a_handshake_connection_is_left_to_the_sdk(tmp_path: Path) -> None:
+    opening = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}}
+    answers, direct = _wire_session(tmp_path, [
+        opening, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        _call(1, "session_search", {"query": "x"}, {}),
+        _call(2, "session_search", {"query": "x"}, ENVELOPE),  # enveloped on a legacy one
+    ])
+    assert direct == 0
+    assert answers[1]["result"]["structuredContent"]["success"] is True
+    assert "error" in answers[2]

@@ -215,12 +215,13 @@ class DirectCalls:
         params = raw.get("params") if isinstance(raw, dict) else None
         if not isinstance(params, dict):
             return None
+        call = self.server.prepare_direct(version, headers, params)
+        if call is None:
+            return None
         with _held(transport) as held:
             if not held:
                 return None
-            result = await self.server.answer_direct(version, headers, params)
-        if result is None:
-            return None
+            result = await self.server.answer_direct(call)
         return {"jsonrpc": "2.0", "id": raw["id"], "result": result}
 
 

@@ -36,6 +36,7 @@ import json
 import logging
 import sys
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -83,9 +84,11 @@ __all__ = [
     "SWITCH_INTERVAL_S",
     "TIMING_KEY",
     "TOOL_THREADS",
+    "DirectCall",
     "MemoryServer",
     "ServeOptions",
     "build_server",
+    "memory_server_of",
     "responsive",
 ]
 
@@ -141,6 +144,26 @@ class ServeOptions:
     tokens: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class DirectCall:
+    """A ``tools/call`` :meth:`MemoryServer.prepare_direct` accepted: the protocol version
+    to shape for, the caller, the tool and its checked arguments, timings asked or not."""
+
+    version: str
+    identity: Identity
+    name: str
+    arguments: dict[str, Any]
+    timed: bool
+
+
+_SERVERS: weakref.WeakKeyDictionary[MCPServer[Any], MemoryServer] = weakref.WeakKeyDictionary()
+
+
+def memory_server_of(mcp: MCPServer[Any]) -> MemoryServer | None:
+    """The :class:`MemoryServer` an ``MCPServer`` (``MemoryServer.mcp``) belongs to."""
+    return _SERVERS.get(mcp)
+
+
 class MemoryServer:
     """The ``MCPServer`` (``.mcp``) with the client pool behind it; ``close()`` ends every
     client's session."""
@@ -166,6 +189,7 @@ class MemoryServer:
             log_level="WARNING",
         )
         self._add_resources()
+        _SERVERS[self.mcp] = self
 
     # ------------------------------------------------------------------ requests
     async def _gate(
@@ -271,14 +295,13 @@ class MemoryServer:
         """Drop what :meth:`session_version` knows of a session (ended or expired)."""
         self._sessions.pop(session_id, None)
 
-    async def answer_direct(
+    def prepare_direct(
         self, version: str, headers: Mapping[str, str], params: Mapping[str, Any]
-    ) -> dict[str, Any] | None:
-        """The result of a ``tools/call`` with ``params`` on an initialized session of
-        protocol ``version``, answered without the SDK's session machinery, exactly as the
-        middleware's direct path answers it; None when the SDK must take the call (any
-        error, an argument the SDK may pre-parse, extra request fields)."""
-        started = time.perf_counter()
+    ) -> DirectCall | None:
+        """A ``tools/call`` with ``params`` (on an initialized session of protocol
+        ``version``) checked as the middleware's direct path checks it, ready for
+        :meth:`answer_direct`; None when the SDK must take the call (any error, an argument
+        the SDK may pre-parse, extra request fields). Never blocks."""
         name, arguments = params.get("name"), params.get("arguments")
         check = self._direct.get(name) if isinstance(name, str) else None
         if check is None or not _CALL_FIELDS.issuperset(params) or not isinstance(
@@ -297,11 +320,17 @@ class MemoryServer:
         parsed = check.parse(arguments or {})
         if parsed is None:
             return None
-        wants = isinstance(meta, Mapping) and meta.get(TIMING_KEY) is True
-        timing: dict[str, float] | None = {} if wants else None
-        token, timed = current_identity.set(identity), _timing.set(timing)
+        timed = isinstance(meta, Mapping) and meta.get(TIMING_KEY) is True
+        return DirectCall(version, identity, str(name), parsed, timed)
+
+    async def answer_direct(self, call: DirectCall) -> dict[str, Any]:
+        """The result of a call :meth:`prepare_direct` accepted, shaped for its protocol
+        version as the middleware's direct path shapes it (timings when asked)."""
+        started = time.perf_counter()
+        timing: dict[str, float] | None = {} if call.timed else None
+        token, timed = current_identity.set(call.identity), _timing.set(timing)
         try:
-            shaped = await self._shaped(version, str(name), parsed)
+            shaped = await self._shaped(call.version, call.name, call.arguments)
         finally:
             _timing.reset(timed)
             current_identity.reset(token)

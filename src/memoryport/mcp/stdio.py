@@ -23,6 +23,8 @@ when stdin or stdout is a regular file (``memoryport serve < requests.jsonl``).
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import select
 import selectors
@@ -32,12 +34,31 @@ from contextlib import contextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 from mcp.shared.message import SessionMessage
-from mcp_types import jsonrpc_message_adapter
+from mcp_types import (
+    INTERNAL_ERROR,
+    PROTOCOL_VERSION_META_KEY,
+    JSONRPCRequest,
+    jsonrpc_message_adapter,
+)
 
-from memoryport.mcp.server import responsive
+from memoryport.mcp.server import DirectCall, MemoryServer, memory_server_of, responsive
 
-__all__ = ["LoopWire", "WireReader", "WireWriter", "claimed_stdio", "pollable", "serve_stdio"]
+__all__ = [
+    "DirectLines",
+    "LoopWire",
+    "WireReader",
+    "WireWriter",
+    "claimed_stdio",
+    "pollable",
+    "serve_stdio",
+    "serve_wire",
+]
+
+log = logging.getLogger(__name__)
 
 _CHUNK = getattr(select, "PIPE_BUF", 512)
 _READ = 1 << 16
@@ -102,21 +123,28 @@ class LoopWire:
 class WireReader:
     """The session's read side: each :meth:`receive` parses the wire's next line (a line
     that is not a JSON-RPC message is handed on as its exception, as the SDK's reader does,
-    and the session answers it with a protocol error)."""
+    and the session answers it with a protocol error). With ``direct``, the plain
+    ``tools/call`` requests it takes are answered there and never reach the session."""
 
-    def __init__(self, wire: LoopWire) -> None:
+    def __init__(self, wire: LoopWire, direct: DirectLines | None = None) -> None:
         self._lines = wire.__aiter__()
+        self._direct = direct
 
     async def receive(self) -> SessionMessage | Exception:
-        """The next message; ``anyio.EndOfStream`` at the end of the input."""
-        try:
-            line = await anext(self._lines)
-        except StopAsyncIteration:
-            raise anyio.EndOfStream from None
-        try:
-            return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
-        except Exception as exc:  # what the SDK's reader passes on: any parse failure
-            return exc
+        """The next message for the session; ``anyio.EndOfStream`` at the end of the
+        input."""
+        while True:
+            try:
+                line = await anext(self._lines)
+            except StopAsyncIteration:
+                raise anyio.EndOfStream from None
+            try:
+                message = SessionMessage(
+                    jsonrpc_message_adapter.validate_json(line, by_name=False))
+            except Exception as exc:  # what the SDK's reader passes on: any parse failure
+                return exc
+            if self._direct is None or not self._direct.take(message.message):
+                return message
 
     def __aiter__(self) -> WireReader:
         return self
@@ -137,6 +165,70 @@ class WireReader:
         return None
 
 
+class DirectLines:
+    """Plain ``tools/call`` requests of a 2026-07-28 (per-request envelope) connection
+    answered beside the SDK's session, as :class:`memoryport.mcp.http.DirectCalls` does
+    over HTTP: the SDK runs each request through its era relay, dispatcher, connection
+    and middleware before this server's middleware answers it (about 0.4-0.5 ms of
+    server CPU per call, measured).
+
+    The connection's era is decided as the SDK decides it, by the client's first request
+    (which always goes to the SDK): modern when it is not ``initialize`` and carries the
+    envelope. Later ``tools/call`` requests whose envelope passes the SDK's own
+    validation ladder and which :meth:`MemoryServer.prepare_direct` accepts are answered
+    on a task of ``tasks`` (reading goes on meanwhile); anything else, every error and
+    every request of a 2025-era (``initialize``) connection goes to the SDK's session.
+    """
+
+    def __init__(self, server: MemoryServer, writer: WireWriter,
+                 tasks: anyio.abc.TaskGroup) -> None:
+        self._server = server
+        self._writer = writer
+        self._tasks = tasks
+        self._modern: bool | None = None  # the era: None until the first request
+
+    def take(self, message: Any) -> bool:
+        """True when this request is answered here (it must not reach the session)."""
+        if not isinstance(message, JSONRPCRequest):
+            return False
+        params = message.params
+        if self._modern is None:
+            self._modern = message.method != "initialize" and _enveloped(params)
+            return False
+        if not self._modern or message.method != "tools/call" or not _enveloped(params):
+            return False
+        route = classify_inbound_request({"method": message.method, "params": params})
+        if isinstance(route, InboundLadderRejection) or params is None:
+            return False
+        call = self._server.prepare_direct(route.protocol_version, {}, params)
+        if call is None:
+            return False
+        self._tasks.start_soon(self._answer, message.id, call)
+        return True
+
+    async def _answer(self, request_id: Any, call: DirectCall) -> None:
+        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        try:
+            answer["result"] = await self._server.answer_direct(call)
+        except MCPError as exc:
+            answer["error"] = exc.error.model_dump(by_alias=True, exclude_none=True)
+        except Exception:  # never seen: tool errors are results; this keeps serving
+            log.exception("direct answer to request %r failed", request_id)
+            answer["error"] = {"code": INTERNAL_ERROR, "message": "Internal error"}
+        line = json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n"
+        try:
+            await self._writer.send_line(line)
+        except OSError as exc:  # the client is gone: the write itself was whole
+            log.debug("could not send the answer to request %r: %s", request_id, exc)
+
+
+def _enveloped(params: Any) -> bool:
+    """Whether ``params._meta`` carries the 2026-07-28 envelope's protocol-version key
+    (the SDK's test for a modern request)."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
+
+
 class WireWriter:
     """The session's write side: ``send`` writes one message as a line, one message at a
     time (concurrent answers never interleave)."""
@@ -147,7 +239,11 @@ class WireWriter:
 
     async def send(self, message: SessionMessage, /) -> None:
         """Write ``message`` (the SDK's framing: its JSON, then a newline)."""
-        text = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        await self.send_line(message.message.model_dump_json(by_alias=True,
+                                                             exclude_unset=True) + "\n")
+
+    async def send_line(self, text: str) -> None:
+        """Write one JSON-RPC message already framed as a line."""
         async with self._lock:
             await self._wire.write(text)
 
@@ -209,7 +305,18 @@ async def serve_stdio(mcp: Any) -> None:
         with responsive():
             await mcp.run_stdio_async()
         return
-    lowlevel = mcp._lowlevel_server
     with claimed_stdio() as wire, responsive():
-        await lowlevel.run(WireReader(wire), WireWriter(wire),
+        await serve_wire(mcp, wire)
+
+
+async def serve_wire(mcp: Any, wire: LoopWire) -> None:
+    """Serve ``mcp`` over ``wire`` until its input ends; plain ``tools/call`` requests of
+    a :class:`~memoryport.mcp.server.MemoryServer`'s 2026-07-28 connection are answered
+    by :class:`DirectLines`, which finish before this returns."""
+    lowlevel = mcp._lowlevel_server
+    server = memory_server_of(mcp)
+    writer = WireWriter(wire)
+    async with anyio.create_task_group() as tasks:
+        direct = DirectLines(server, writer, tasks) if server is not None else None
+        await lowlevel.run(WireReader(wire, direct), writer,
                            lowlevel.create_initialization_options())
