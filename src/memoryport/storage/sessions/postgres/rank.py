@@ -475,10 +475,15 @@ def literal_first(
     check = sql.SQL("SELECT m.id FROM {s}.messages m WHERE m.id = ANY(%s) AND {c}").format(
         s=schema, c=checks
     )
-    hit = {int(r[0]) for r in cur.execute(check, [top, *encoded])}
+    # the walk's first statement goes with the check when it is known without asking
+    # (the estimate and the newest id were read with the ranking): one round trip
+    walk = _walk_start(cur, schema, expr, (checks, encoded))
+    got = pipelined(cur, [(check, [top, *encoded]), *([walk] if walk else [])])
+    hit = {int(r[0]) for r in got[0]}
     found = [i for i in top if i in hit]
     if len(found) < need:
-        found.extend(_literal_walk(cur, schema, (expr, scope), (checks, encoded), found, need))
+        search, first = (expr, scope), (got[1] if walk else None)
+        found.extend(_literal_walk(cur, schema, search, (checks, encoded), found, need, first))
     literal = set(found)
     first = [r for r in ranked if r[0] in literal]
     seen = {i for i, _ in first}
@@ -499,6 +504,44 @@ in id order: the test is a selected value, never a plan condition); each match f
 with its session and role (for the scope check)."""
 
 
+def _walk_statement(
+    schema: sql.Identifier,
+    expr: str,
+    checks: tuple[sql.Composable, list[Any]],
+    expected: int,
+    span: tuple[int, int] | None,
+) -> tuple[sql.Composed, list[Any]]:
+    """A literal walk's statement: every match by index (``span`` None, few matches), or
+    the matches in the id range ``span`` (low, high]."""
+    if span is None:
+        query = sql.SQL(
+            f"SELECT m.id, m.session_id, m.role FROM {{s}}.{SEARCH_VIEW} m"
+            " WHERE m.tsv @@ CAST(%s AS tsquery) AND {c} ORDER BY m.id DESC LIMIT %s"
+        ).format(s=schema, c=checks[0])
+        return query, [expr, *checks[1], LITERAL_SCAN]
+    template = sql.SQL(range_sql(*_LITERAL_RANGES, expected, span[1] - span[0])[0])
+    return template.format(s=schema, c=checks[0]), [*checks[1], expr, *span]
+
+
+_FIRST_CHUNK = 4096
+
+
+def _walk_start(
+    cur: Cursor, schema: sql.Identifier, expr: str, checks: tuple[sql.Composable, list[Any]]
+) -> tuple[sql.Composed, list[Any]] | None:
+    """The literal walk's first statement when the cursor already knows ``expr``'s
+    estimate (and, for a range walk, the newest id), else None."""
+    expected = _ESTIMATES.get(cur, {}).get(expr)
+    if expected is None:
+        return None
+    if expected <= _LITERAL_FETCH:
+        return _walk_statement(schema, expr, checks, expected, None)
+    high = _HIGHEST.get(cur)
+    if not high:
+        return None
+    return _walk_statement(schema, expr, checks, expected, (max(0, high - _FIRST_CHUNK), high))
+
+
 def _literal_walk(
     cur: Cursor,
     schema: sql.Identifier,
@@ -506,21 +549,20 @@ def _literal_walk(
     checks: tuple[sql.Composable, list[Any]],
     known: list[int],
     need: int,
+    first: list[Any] | None = None,
 ) -> list[int]:
     """The newest messages in scope matching the tsquery that contain the literal text
     (newest first, none of ``known``) until ``known`` and they make ``need``: id ranges
     read backwards in growing chunks until :data:`LITERAL_SCAN` word matches were
     checked. A chunk's matches are fetched through the GIN index and the primary key
-    together (``BitmapAnd``), or, for a very common word, by reading the range in order."""
+    together (``BitmapAnd``), or, for a very common word, by reading the range in order.
+    ``first``: the rows of the first statement, already read (:func:`_walk_start`)."""
     expr, scope = search
     seen = set(known)
     expected = estimate(cur, schema, expr)
     if expected <= _LITERAL_FETCH:  # few matches: read them all by index
-        query = sql.SQL(
-            f"SELECT m.id, m.session_id, m.role FROM {{s}}.{SEARCH_VIEW} m"
-            " WHERE m.tsv @@ CAST(%s AS tsquery) AND {c} ORDER BY m.id DESC LIMIT %s"
-        ).format(s=schema, c=checks[0])
-        rows = cur.execute(query, [expr, *checks[1], LITERAL_SCAN]).fetchall()
+        statement = _walk_statement(schema, expr, checks, expected, None)
+        rows = first if first is not None else cur.execute(*statement).fetchall()
         owners = {int(r[0]): (str(r[1]), str(r[2])) for r in rows}
         fresh = [(i, 0.0) for i in owners if i not in seen]
         return [i for i, _ in keep_in_scope(cur, schema, fresh, scope, need, owners)]
@@ -530,12 +572,12 @@ def _literal_walk(
         row = cur.execute(newest).fetchone()
         high = int(row[0]) if row and row[0] is not None else 0
     found: list[int] = []
-    scanned, chunk = 0, 4096
+    scanned, chunk = 0, _FIRST_CHUNK
     while high > 0 and len(known) + len(found) < need and scanned < LITERAL_SCAN:
         low = max(0, high - chunk)
-        template = sql.SQL(range_sql(*_LITERAL_RANGES, expected, high - low)[0])
-        params = [*checks[1], expr, low, high]
-        got = cur.execute(template.format(s=schema, c=checks[0]), params).fetchone()
+        statement = _walk_statement(schema, expr, checks, expected, (low, high))
+        got = first[0] if first else cur.execute(*statement).fetchone()
+        first = None
         scanned += int(got[0]) if got else 0
         owners = {int(i): (str(sid), str(role)) for i, sid, role in (got[1] if got else None) or []}
         fresh = [(i, 0.0) for i in owners if i not in seen]
