@@ -19,6 +19,12 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Mu
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
+from mcp.server.streamable_http import check_accept_headers
+from mcp.server.transport_security import TransportSecurityMiddleware
+from mcp_types import JSONRPCRequest, jsonrpc_message_adapter
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic_core import from_json
+from starlette.requests import Request
 
 from memoryport.mcp.clients import SESSION_HEADER
 from memoryport.mcp.server import MemoryServer, responsive
@@ -180,13 +186,6 @@ class DirectCalls:
         self, scope: Scope, headers: dict[str, str], body: bytes
     ) -> dict[str, Any] | None:
         """The JSON-RPC response when this middleware answers, else None."""
-        from mcp.server.streamable_http import check_accept_headers
-        from mcp.server.transport_security import TransportSecurityMiddleware
-        from mcp_types import JSONRPCRequest, jsonrpc_message_adapter
-        from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-        from pydantic_core import from_json
-        from starlette.requests import Request
-
         session_id = headers[SESSION_HEADER]
         version = self.server.session_version(session_id)
         given = headers.get("mcp-protocol-version")
