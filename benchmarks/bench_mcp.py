@@ -33,7 +33,8 @@ syncs (`os.fsync`/`os.fdatasync` timed while the add runs):
 - `hop`: the handler's worker-thread hop and result shaping (handler_ms - tool_ms);
 - `mcp_server`: this server's checks and result shaping around the handler (server -
   handler; a plain `tools/call` is answered by the server's middleware, not the SDK's
-  tool manager);
+  tool manager, and over HTTP and stdio before the SDK's session machinery: `DirectCalls`,
+  `DirectLines`, see docs/mcp.md);
 - `client+transport`: the rest of the round trip (round trip - server_ms); in process
   (memory streams) that is the client library and JSON-RPC dispatch alone, so the extra
   over stdio/HTTP is the OS transport.
