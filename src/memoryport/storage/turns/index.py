@@ -527,8 +527,7 @@ class TurnIndex:
             ).fetchall()
             found: list[_Row] = [tuple(r[:-1]) for r in ranked]
             cache.keep(scope, found)
-        else:  # one user: counts over the file are the scope's (see CommonPhrases)
-            match = cache.phrases.narrow(conn, match, cache.seen, MAIN_DEPTH)
+        else:
             ranked = conn.execute(
                 "SELECT rowid, bm25(turns_fts) AS s FROM turns_fts WHERE turns_fts MATCH ?"
                 " ORDER BY s LIMIT ?", (match, MAIN_DEPTH),

@@ -20,13 +20,11 @@ reading them all.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-__all__ = ["BLOCKS_CACHE", "BLOCK_CHARS", "BLOCK_TEXTS", "CATCH_UP_MAX", "PHRASES_CACHE",
-           "ROWS_CACHE", "ROWS_CHARS", "TURN_COLUMNS", "BlockTexts", "CommonPhrases", "Row",
-           "RowCache"]
+__all__ = ["BLOCKS_CACHE", "BLOCK_CHARS", "BLOCK_TEXTS", "CATCH_UP_MAX", "ROWS_CACHE",
+           "ROWS_CHARS", "TURN_COLUMNS", "BlockTexts", "Row", "RowCache"]
 
 ROWS_CACHE = 50_000
 """How many turns' rows a cache holds at most (cleared when full)."""
@@ -40,8 +38,6 @@ BLOCK_TEXTS = 32
 """How many session blocks' text the turn index's writer keeps (:class:`BlockTexts`)."""
 BLOCK_CHARS = 2_000_000
 """The most characters of block text the writer keeps (cleared when past it)."""
-PHRASES_CACHE = 10_000
-"""How many phrases' document counts a :class:`CommonPhrases` keeps (cleared when full)."""
 
 TURN_COLUMNS = "id, session_id, position, speaker, text, timestamp, source_id, temporal"
 """The columns of a row, in order."""
@@ -50,7 +46,6 @@ _T_COLUMNS = ", ".join("t." + c for c in TURN_COLUMNS.split(", "))
 Row = tuple[int, str, int, str, str, float, str, int]
 """``(id, session_id, position, speaker, text, timestamp, source_id, temporal)``."""
 _BlockKey = tuple[str, str, int]  # (user scope, session, block number)
-_PHRASE = re.compile(r'"(?:[^"]|"")*"')
 
 
 class RowCache:
@@ -61,8 +56,6 @@ class RowCache:
         self.block_turns = block_turns
         self.seen = 0
         """The largest turn id stored when the cache last caught up."""
-        self.phrases = CommonPhrases()
-        """Document counts of query phrases in the turns' word index."""
         self._rows: dict[int, tuple[str, Row]] = {}  # id -> (scope, row)
         self._blocks: dict[_BlockKey, dict[int, Row]] = {}  # complete: position -> row
         self._chars = 0  # text held by the rows
@@ -184,73 +177,3 @@ class BlockTexts:
             kept.clear()
             kept.update(written)
             self._chars = sum(len(value[2]) for value in written.values())
-
-
-class CommonPhrases:
-    """Which phrases of a turn search may be left out of its MATCH without changing which
-    turns it ranks first: those in at least half the turns, whose BM25 idf FTS5 clamps
-    to 1e-6 (``ln((N - n + 0.5) / (n + 0.5)) <= 0``, i.e. ``2 n >= N``), when another
-    phrase of the query alone matches at least ``depth`` turns.
-
-    Then every one of the ``depth`` best turns holds a phrase with a real idf, and a turn
-    holding only common phrases scores at most about 2e-6 per phrase: it cannot be among
-    them. Leaving the common phrases out changes the scores of the others by as little,
-    so only such near-zero ties can change order, while ``bm25()`` no longer has to
-    score every turn holding a common word. When fewer turns hold a rarer phrase, the
-    ones with only common words fill the ``depth`` places (and their neighbours become
-    candidates): the MATCH is left whole (the LoCoMo figures depend on those).
-
-    Used only while every stored turn has the same user: the counts are over the whole
-    file (as FTS5's are), and with other users' turns a rarer phrase could fill the depth
-    with turns outside the searched scope.
-
-    ``N`` is the row count FTS5 keeps for the idf; a phrase's ``n`` is the number of rows
-    matching it (FTS5's own count), kept by phrase and caught up by the turns stored
-    since (turn ids only grow and turns are never deleted). Not thread-safe (the index
-    calls it under its search lock, inside the search's read snapshot)."""
-
-    def __init__(self) -> None:
-        self._counts: dict[str, tuple[int, int]] = {}  # phrase -> (n, largest id counted)
-
-    def narrow(self, conn: sqlite3.Connection, match: str, seen: int, depth: int) -> str:
-        """``match`` (``"a" OR "b"``) without its common phrases when that keeps the same
-        ``depth`` best turns (see the class); ``match`` itself otherwise. ``seen`` is the
-        largest turn id in the snapshot."""
-        phrases = _PHRASE.findall(match)
-        if len(phrases) < 2 or " OR ".join(phrases) != match:
-            return match
-        row = conn.execute("SELECT block FROM turns_fts_data WHERE id = 1").fetchone()
-        rows = _varint(row[0]) if row and isinstance(row[0], bytes) else 0
-        counts = [self._count(conn, phrase, seen) for phrase in phrases]
-        kept = [p for p, n in zip(phrases, counts, strict=True) if 2 * n < rows]
-        if len(kept) == len(phrases) or max((n for n in counts if 2 * n < rows),
-                                            default=0) < depth:
-            return match
-        return " OR ".join(kept)
-
-    def _count(self, conn: sqlite3.Connection, phrase: str, seen: int) -> int:
-        counts = self._counts
-        n, upto = counts.get(phrase, (0, 0))
-        if upto > seen:  # another store, or turns gone: count afresh
-            counts.clear()
-            n, upto = 0, 0
-        if upto < seen:
-            if len(counts) >= PHRASES_CACHE:
-                counts.clear()
-            n += int(conn.execute("SELECT count(*) FROM turns_fts WHERE turns_fts MATCH ?"
-                                  " AND rowid > ?", (phrase, upto)).fetchone()[0])
-            counts[phrase] = (n, seen)
-        return n
-
-
-def _varint(data: bytes) -> int:
-    """The first SQLite varint of ``data`` (FTS5's averages record starts with the
-    table's row count)."""
-    value = 0
-    for i, byte in enumerate(data[:9]):
-        if i == 8:
-            return (value << 8) | byte
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            return value
-    return value
