@@ -142,9 +142,11 @@ class DirectCalls:
     internals differ from what this expects, every request takes the SDK's path.
     """
 
-    def __init__(self, app: ASGIApp, server: MemoryServer, *, path: str, max_body: int) -> None:
+    def __init__(self, app: ASGIApp, server: MemoryServer, manager: Any, *, path: str,
+                 max_body: int) -> None:
         self.app = app
         self.server = server
+        self.manager = manager  # the SDK's session manager behind ``app``
         self.path = path
         self.max_body = max_body
 
@@ -193,7 +195,7 @@ class DirectCalls:
             given is not None and given not in HANDSHAKE_PROTOCOL_VERSIONS
         ):
             return None
-        manager = getattr(self.server.mcp._lowlevel_server, "_session_manager", None)
+        manager = self.manager
         transport = _live_transport(manager, session_id)
         if transport is None:
             self.server.forget_session(session_id)
@@ -310,7 +312,8 @@ def http_app(server: MemoryServer, *, host: str, path: str = "/mcp") -> ASGIApp:
     app: ASGIApp = server.mcp.streamable_http_app(
         streamable_http_path=path, host=host, max_request_body_size=limit, json_response=True
     )
-    app = DirectCalls(app, server, path=path, max_body=limit)
+    manager = getattr(server.mcp._lowlevel_server, "_session_manager", None)  # this app's
+    app = DirectCalls(app, server, manager, path=path, max_body=limit)
     return BearerAuth(app, tokens) if tokens else app
 
 
