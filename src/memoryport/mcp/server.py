@@ -277,8 +277,10 @@ class MemoryServer:
     def _note_session(self, ctx: ServerRequestContext[Any, Any], headers: Any) -> None:
         """Remember an initialized streamable-HTTP session's protocol version (what
         :meth:`answer_direct` shapes results for)."""
-        if headers is None or getattr(ctx.session, "client_params", None) is None:
-            return
+        if headers is None or ctx.method == "initialize" or getattr(
+            ctx.session, "client_params", None
+        ) is None:
+            return  # the version is known once the handshake has been answered
         session_id = headers.get(SESSION_HEADER)
         if not session_id or self._sessions.get(session_id) == ctx.protocol_version:
             return
