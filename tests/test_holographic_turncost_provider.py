@@ -68,3 +68,35 @@ def test_retrieval_counts_do_not_wait_longer_than_their_age(
         assert _count(provider, fact_id) == 1
     finally:
         provider.shutdown()
+
+
+@pytest.mark.parametrize("kept", [4096, 1], ids=["default", "one-content"])
+def test_fact_search_scores_each_fact_on_its_current_words(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: int) -> None:
+    """Fact search keeps the word sets of the contents it scored (bounded): a fact
+    updated to other words is scored on the new ones, and a cache of one content ranks
+    as the default one does."""
+    from memoryport.storage.facts import read
+    from memoryport.storage.facts.records import FactInput
+    from memoryport.storage.facts.store import FactStore
+
+    monkeypatch.setattr(read, "CONTENT_WORDS", kept)
+    monkeypatch.setattr(read, "_CONTENT_WORDS", {})
+    store = FactStore(tmp_path / "facts.db")
+    try:
+        tea = store.add(FactInput("Alice drinks green tea every morning")).fact
+        store.add(FactInput("Bob drinks black coffee every morning"))
+        store.add(FactInput("Alice plays the cello on Sundays"))
+        first = [(f.content, round(f.score, 6)) for f in store.search("what does Alice drink")]
+        assert first[0][0] == "Alice drinks green tea every morning"
+        assert first == [(f.content, round(f.score, 6))
+                         for f in store.search("what does Alice drink")]  # from the cache
+        store.update(tea.id, content="Alice drinks mint tea after lunch")
+        assert store.search("mint tea after lunch")[0].content == (
+            "Alice drinks mint tea after lunch")
+        again = {f.content: f.score for f in store.search("what does Alice drink every morning")}
+        assert "Alice drinks green tea every morning" not in again
+        assert again["Bob drinks black coffee every morning"] > again.get(
+            "Alice drinks mint tea after lunch", 0.0)
+    finally:
+        store.close()
