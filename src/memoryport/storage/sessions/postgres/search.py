@@ -45,7 +45,12 @@ from memoryport.storage.sessions.postgres.dialect import (
     message_from_row,
     session_of,
 )
-from memoryport.storage.sessions.postgres.migrations import CJK_REGEX, SEARCH_VIEW, ts_config
+from memoryport.storage.sessions.postgres.migrations import (
+    CJK_REGEX,
+    SEARCH_VIEW,
+    cjk_rows,
+    ts_config,
+)
 from memoryport.storage.sessions.query import (
     And,
     Node,
@@ -227,7 +232,7 @@ class _Walk:
         self, schema: sql.Identifier, match: tuple[str, list[Any]], newest: bool, cjk: bool
     ) -> None:
         op, direction = ("<", "DESC") if newest else (">", "ASC")
-        rows = f"m.content ~ {_quote(CJK_REGEX)} AND " if cjk else ""
+        rows = f"{cjk_rows('m.')} AND " if cjk else ""
         self.query = sql.SQL(
             f"SELECT m.id, m.timestamp, ({{w}}), m.session_id, m.role"
             f" FROM {{s}}.{SEARCH_VIEW} m WHERE {rows}(m.timestamp, m.id) {{op}} (%s, %s)"
