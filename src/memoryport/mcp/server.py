@@ -175,7 +175,8 @@ class MemoryServer:
         self._threads = ThreadPoolExecutor(TOOL_THREADS, thread_name_prefix="memoryport-mcp")
         self._sessions: dict[str, str] = {}
         self.direct_answers = 0
-        """``tools/call`` requests answered by :meth:`answer_direct` (HTTP, no SDK session)."""
+        """``tools/call`` requests answered by :meth:`answer_direct` (over HTTP or stdio,
+        beside the SDK's session machinery)."""
         first = self.pool.get(Identity(options.user_id, "default"))
         schemas = [*first.memory.tool_schemas(), *SERVER_TOOLS]
         self.tool_names = frozenset(str(s["name"]) for s in schemas)
@@ -273,7 +274,7 @@ class MemoryServer:
             shaped["_meta"] = {SERVER_INFO_META_KEY: self.mcp._lowlevel_server.server_info_stamp}
         return shaped
 
-    # ------------------------------------------------------------------ direct HTTP answers
+    # ------------------------------------------------------------------ direct answers
     def _note_session(self, ctx: ServerRequestContext[Any, Any], headers: Any) -> None:
         """Remember an initialized streamable-HTTP session's protocol version (what
         :meth:`answer_direct` shapes results for)."""
