@@ -18,7 +18,9 @@ tool's argument model, one call into ``Memory``, the SDK's result sieve for the 
 version) instead of through the SDK's tool manager, which builds and validates the same
 result through several pydantic models. Anything else (arguments the SDK may pre-parse or
 refuses, extra request fields such as ``task``, a connection not yet initialized) takes the
-SDK's own path, so errors keep the SDK's shape.
+SDK's own path, so errors keep the SDK's shape. Over streamable HTTP and stdio such a call
+is taken even before the SDK's session machinery (:meth:`MemoryServer.prepare_direct`,
+:meth:`MemoryServer.answer_direct`; ``http.DirectCalls``, ``stdio.DirectLines``).
 
 Timing: a ``tools/call`` whose ``_meta`` holds ``"memoryport/timing": true`` gets
 ``_meta["memoryport/timing"]`` in its result: ``server_ms`` (from this server's middleware

@@ -17,6 +17,10 @@ sends it (:class:`WireWriter`, one answer at a time). The SDK's ``stdio_server``
 reader task and a writer task joined to the session by two memory streams: two more task
 switches per request.
 
+On a 2026-07-28 connection a plain ``tools/call`` is answered beside the session by
+:class:`DirectLines` (the same bytes, without the SDK's era relay, dispatcher and
+middleware); everything else is the session's.
+
 The SDK's transport is used instead where the loop cannot poll the wire: on Windows, and
 when stdin or stdout is a regular file (``memoryport serve < requests.jsonl``).
 """
