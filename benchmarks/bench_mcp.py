@@ -507,6 +507,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=200, help="mixed calls per client")
     parser.add_argument("--json", default="bench_mcp", help="results/<name>.json")
     args = parser.parse_args(argv)
+    load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
         home = Path(tmp)
         build_s = build_store(home, args.messages)
@@ -525,10 +526,13 @@ def main(argv: list[str] | None = None) -> int:
     print_table("Concurrent HTTP clients (SDK client; on its httpx2 client, then on "
                 "mcp_http_client)", [rows["concurrent_http"], rows["concurrent_http_lean"]])
     load = os.getloadavg()
-    print(f"\nload average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"\nload average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the "
+          f"end, {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f} at the start")
     path = write_json(args.json, {"messages": args.messages, "build_store_s": round(build_s, 2),
                                   "rounds": args.rounds,
-                                  "load_average": [round(x, 2) for x in load], **rows})
+                                  "load_average": [round(x, 2) for x in load],
+                                  "load_average_start": [round(x, 2) for x in load_start],
+                                  **rows})
     print(f"\nwrote {path}")
     bad = any(rows[k]["errors"] or rows[k]["leaks"]
               for k in ("concurrent_http", "concurrent_http_lean"))
