@@ -25,6 +25,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 import memoryport
 from memoryport.mcp import MemoryServer, ServeOptions, build_server
+from memoryport.mcp.clients import Identity
 from memoryport.mcp.http import http_config
 
 HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
@@ -131,6 +132,32 @@ def test_errors_and_anything_unusual_keep_the_sdks_path(served: tuple[MemoryServ
     raw.conn.getresponse().read()
     status, _, _ = raw.call("session_search", {"query": "x"})
     assert status == 404 and server.direct_answers == before
+
+
+def test_a_client_gone_mid_call_still_leaves_a_whole_turn(
+    served: tuple[MemoryServer, int], tmp_path: Path,
+) -> None:
+    server, port = served
+    raw = Raw(port)
+    raw.call("session_search", {"query": "x"})  # the session is known from here on
+    before = server.direct_answers
+    call = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+        "name": "remember_turn", "arguments": {"user": "cut off", "assistant": "still whole"},
+        "_meta": {"memoryport/session_id": "gone-client", "memoryport/user_id": "cy"}}})
+    head = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", f"Content-Length: {len(call)}",
+            *(f"{k}: {v}" for k, v in raw.headers.items())]
+    with socket.create_connection(("127.0.0.1", port), 5) as sock:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n" + call).encode())
+    deadline = time.monotonic() + 30  # gone before the answer: the call still runs to its end
+    while server.direct_answers == before:
+        assert time.monotonic() < deadline, "the direct call never finished"
+        time.sleep(0.02)
+    status, _, body = raw.call("session_search", {"query": "cut off"})  # still serving
+    assert status == 200 and "error" not in json.loads(body)
+    state = server.pool.peek(Identity("cy", "session:gone-client"))
+    assert state is not None
+    assert [m["content"] for m in state.memory.session_messages("gone-client")] == [
+        "cut off", "still whole"]
 
 
 def test_the_sdk_client_and_user_scoping_over_direct_answers(
