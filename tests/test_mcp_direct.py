@@ -135,7 +135,7 @@ def test_errors_and_anything_unusual_keep_the_sdks_path(served: tuple[MemoryServ
 
 
 def test_a_client_gone_mid_call_still_leaves_a_whole_turn(
-    served: tuple[MemoryServer, int], tmp_path: Path,
+    served: tuple[MemoryServer, int],
 ) -> None:
     server, port = served
     raw = Raw(port)
