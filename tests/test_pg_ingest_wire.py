@@ -15,8 +15,8 @@ from psycopg.conninfo import make_conninfo
 import pgserver
 from memoryport.errors import StoreError
 from memoryport.storage.sessions.postgres import PostgresSessionStore
+from memoryport.storage.sessions.postgres.bulk import session_row
 from memoryport.storage.sessions.postgres.dialect import session_values
-from memoryport.storage.sessions.postgres.wire import session_row
 from memoryport.storage.sessions.records import MessageInput, SessionRecord
 
 pytestmark = pytest.mark.postgres

@@ -6,7 +6,7 @@ The export format is shared with SQLite (:mod:`memoryport.storage.sessions.porta
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import IO, Any
 
 import psycopg
@@ -14,16 +14,17 @@ from psycopg import sql
 
 from memoryport.errors import SessionNotFound, StoreError
 from memoryport.storage import search_lexemes
+from memoryport.storage.postgres_wire import BinaryArray, float8_array, rendered, text_array
 from memoryport.storage.search_lexemes import document_of_row
 from memoryport.storage.sessions.portable import ExportWriter, Progress
 from memoryport.storage.sessions.postgres.dialect import (
+    encode_text,
     message_from_row,
     message_values,
     session_from_row,
     session_values,
 )
 from memoryport.storage.sessions.postgres.migrations import ensure_trigram_index
-from memoryport.storage.sessions.postgres.wire import columns, rendered
 from memoryport.storage.sessions.records import (
     SESSION_UPDATABLE_FIELDS,
     ImportReport,
@@ -31,6 +32,7 @@ from memoryport.storage.sessions.records import (
     MessageRecord,
     SessionRecord,
     SyncReport,
+    valid_values,
 )
 from memoryport.storage.sessions.rows import (
     MESSAGE_COLUMNS,
@@ -48,6 +50,8 @@ __all__ = [
     "index_problems",
     "prune_empty",
     "rebuild_indexes",
+    "session_insert",
+    "session_row",
     "sync_entries",
 ]
 
@@ -375,6 +379,26 @@ def _positional_events_statement(schema: sql.Identifier) -> sql.Composed:
     ).format(s=schema)
 
 
+def _columns(rows: Sequence[tuple[Any, ...]], skip: int, encoding: str) -> list[BinaryArray]:
+    """Binary column arrays of ``message_values`` rows (the first ``skip`` columns left
+    out), then the rows' ``tsvector`` literals.
+
+    Built here rather than by psycopg's list dumpers, which pick and call a dumper for
+    every element (~3 us a message); here a column of NULLs is one multiplication and a
+    text element one ``encode`` and one length (``memoryport.storage.postgres_wire``)."""
+    columns = list(zip(*rows, strict=True))[skip:]
+    arrays: list[BinaryArray] = [
+        float8_array(c) if i == _TIMESTAMP - skip else text_array(c, encoding)
+        for i, c in enumerate(columns)
+    ]
+    arrays.append(text_array([document_of_row(r) for r in rows], encoding))
+    return arrays
+
+
+_TIMESTAMP = 3
+"""The ``timestamp`` column's index in a ``message_values`` row (the others are text)."""
+
+
 def append_batch(
     cur: Cursor, schema: sql.Identifier, session_id: str, items: Sequence[MessageInput], now: float
 ) -> Callable[[], list[int]]:
@@ -389,7 +413,7 @@ def append_batch(
     tool_calls = sum(len(m.tool_calls or []) for m in items)
     last = max(now if m.timestamp is None else float(m.timestamp) for m in items)
     rows = [message_values(session_id, m, now) for m in items[:_FIRST_CHUNK]]
-    head = [len(items), tool_calls, last, session_id, *columns(rows, 1, encoding)]
+    head = [len(items), tool_calls, last, session_id, *_columns(rows, 1, encoding)]
     cur.execute(rendered(cur, schema, append_statement), head, prepare=True)
     cursors = [cur]
     for start in range(_FIRST_CHUNK, len(items), _CHUNK):
@@ -397,7 +421,7 @@ def append_batch(
         rows.extend(chunk)
         more = conn.cursor()
         more_sql = rendered(cur, schema, _more_statement)
-        more.execute(more_sql, [session_id, *columns(chunk, 1, encoding)], prepare=True)
+        more.execute(more_sql, [session_id, *_columns(chunk, 1, encoding)], prepare=True)
         cursors.append(more)
     events = [e for pos, r in enumerate(rows, 1) for e in event_rows(pos, r[2], r[3])]
     if events:
@@ -421,7 +445,7 @@ def _insert_rows(
     start = 0
     while start < len(rows):
         end = start + (_CHUNK if start else _FIRST_CHUNK)
-        cur.execute(insert, columns(rows[start:end], 0, encoding), prepare=True)
+        cur.execute(insert, _columns(rows[start:end], 0, encoding), prepare=True)
         start = end
     per_session = []
     for session_id, new in batches:
@@ -443,6 +467,35 @@ def _rows_statement(schema: sql.Identifier) -> sql.Composed:
         f" SELECT session_id, {picked}, tsv::tsvector FROM unnest({arrays}) WITH ORDINALITY"
         f" AS r(session_id, {names}, ord) ORDER BY r.ord"
     ).format(s=schema)
+
+
+_SESSION_FIELDS = tuple(f.name for f in fields(SessionRecord))
+
+
+def session_row(session: SessionRecord) -> list[Any]:
+    """``session_values(session)`` for a new session, without ``asdict``'s deep copy
+    (a quarter of ``create_session``'s client time); a session with metadata goes the
+    general way (``asdict`` also turns dataclasses inside it into dicts)."""
+    if session.metadata:
+        return session_values(session)
+    values = [getattr(session, name) for name in _SESSION_FIELDS]
+    values[4] = encode_text(values[4])  # title
+    values[-1] = None  # empty metadata is stored as NULL (dump_json)
+    return valid_values(values)
+
+
+def _session_insert(schema: sql.Identifier) -> sql.Composed:
+    """``create_session``'s insert (parameters: ``session_row``), returning the row."""
+    return sql.SQL(
+        f"INSERT INTO {{s}}.sessions ({', '.join(_SESSION_NAMES)})"
+        f" VALUES ({', '.join(['%s'] * len(_SESSION_NAMES))})"
+        f" ON CONFLICT (id) DO NOTHING RETURNING {', '.join(_SESSION_NAMES)}"
+    ).format(s=schema)
+
+
+def session_insert(cur: Cursor, schema: sql.Identifier) -> bytes:
+    """:func:`_session_insert` rendered once per schema."""
+    return rendered(cur, schema, _session_insert)
 
 
 _SYNC_LOCK = 0x73796E63  # "sync": with the schema's hash, one sync transaction at a time

@@ -30,6 +30,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memoryport.errors import ConfigError, SessionNotFound, StoreError
+from memoryport.storage.postgres_wire import pipelined
 from memoryport.storage.sessions.base import SessionStore
 from memoryport.storage.sessions.migrate import applied
 from memoryport.storage.sessions.portable import Progress
@@ -41,6 +42,8 @@ from memoryport.storage.sessions.postgres.bulk import (
     index_problems,
     prune_empty,
     rebuild_indexes,
+    session_insert,
+    session_row,
     sync_entries,
 )
 from memoryport.storage.sessions.postgres.connect import CONNECT_TIMEOUT_S, check_connection
@@ -53,7 +56,6 @@ from memoryport.storage.sessions.postgres.dialect import (
     session_values,
 )
 from memoryport.storage.sessions.postgres.search import fetch_windows, run_search, snippets_for
-from memoryport.storage.sessions.postgres.wire import pipelined, session_insert, session_row
 from memoryport.storage.sessions.query import ParsedQuery
 from memoryport.storage.sessions.records import (
     DEFAULT_HIDDEN_SOURCES,
