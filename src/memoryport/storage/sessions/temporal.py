@@ -96,6 +96,22 @@ _TEMPORAL_WORDS = (
 _TEMPORAL = re.compile(
     rf"\b(?:{_TEMPORAL_WORDS}|{'|'.join(MONTHS)}|(?:19|20)\d\d)\b|\d{{1,2}}[/.]\d{{1,2}}"
 )
+# The same test for ASCII text without the regex (~5x cheaper: the re-ranker asks it of
+# every context candidate, the turn index of every turn written). In ASCII, ``\w`` is
+# ``[A-Za-z0-9_]``, so ``\b(?:word|year)\b`` matches exactly when a maximal run of word
+# characters is one of the words or a year 1900-2099, and ``\d{1,2}[/.]\d{1,2}`` exactly when
+# a digit, a slash or dot and a digit are adjacent. One ``bytes.translate`` lower-cases the
+# letters and blanks every other non-word byte (the runs are then ``split()``); another
+# maps digits to ``0`` and blanks all but ``/`` and ``.``. Other text keeps the regex.
+_TEMPORAL_TOKENS = frozenset(
+    word.encode("ascii")
+    for word in (*_TEMPORAL_WORDS.split("|"), *MONTHS, *map(str, range(1900, 2100)))
+)
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_")
+_TO_TOKENS = bytes(
+    c + 32 if 65 <= c <= 90 else c if c in _WORD_BYTES else 32 for c in range(256)
+)
+_TO_SEPARATORS = bytes(48 if 48 <= c <= 57 else c if c in b"/." else 32 for c in range(256))
 
 
 @dataclass(frozen=True)
@@ -152,7 +168,13 @@ def time_hint(query: str, anchor: float | None = None) -> TimeHint:
 
 def has_temporal_expression(text: str) -> bool:
     """True when ``text`` mentions a time ("last week", "yesterday", "May", "2022", ...)."""
-    return _TEMPORAL.search(text.lower()) is not None
+    if not text.isascii():
+        return _TEMPORAL.search(text.lower()) is not None
+    raw = text.encode("ascii")
+    if not _TEMPORAL_TOKENS.isdisjoint(raw.translate(_TO_TOKENS).split()):
+        return True
+    digits = raw.translate(_TO_SEPARATORS)
+    return b"0/0" in digits or b"0.0" in digits
 
 
 def rerank(
