@@ -38,6 +38,7 @@ MIN_VERSION = 14
 LATENCY_WARN_MS = 20.0
 """A median round trip slower than this gets a warning (every query pays it)."""
 EXPECTED_INDEXES = (
+    "messages_cjk_time",
     "messages_session",
     "messages_time",
     "messages_tsv",
@@ -47,7 +48,8 @@ EXPECTED_INDEXES = (
     "sessions_title",
     "sessions_user_active",
 )
-"""Indexes the session store's queries rely on (``messages_content_trgm`` is optional)."""
+"""Indexes the session store's queries rely on (``messages_content_trgm`` is optional;
+``messages_cjk_time`` serves short CJK queries' walk, newest first)."""
 SEARCH_OPERATORS = (
     "pg_catalog.ts_match_vq(tsvector, tsquery)",
     "pg_catalog.texticlike(text, text)",
