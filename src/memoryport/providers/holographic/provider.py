@@ -197,7 +197,8 @@ class HolographicProvider(MemoryProvider):
         facts, hits = self.recall_items(query)
         if facts:
             # Counted in memory: a write per recall would cost the turn a transaction.
-            # Written by the next write path (sync_turn, a tool call, session end, shutdown).
+            # Written with the next facts written, a tool call, compression, session end or
+            # shutdown, or by a turn's sync once a batch waits (RETRIEVALS_BATCH / _AGE).
             with self._lock:
                 if not self._retrievals:
                     self._retrieved_at = time.monotonic()
