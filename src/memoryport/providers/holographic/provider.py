@@ -413,6 +413,7 @@ class HolographicProvider(MemoryProvider):
                                 str(meta.get("tool_call_id") or ""), "curated_mirror",
                                 str(meta.get("source") or "memory_tool"))
         category = "user_pref" if target == "user" else "general"
+        self._flush_retrievals(store)
         try:
             self._mirror(store, action, category, content, meta, provenance)
         except MemoryportError:
