@@ -148,7 +148,7 @@ def test_migrations_have_their_own_namespace(tmp_path: Path) -> None:
     TurnIndex(path).close()
     conn = sqlite3.connect(path, isolation_level=None)
     assert schema.applied(conn) == ["m001_turns", "m002_turn_vectors", "m003_turn_events",
-                                    "m004_fts_automerge"]
+                                    "m004_fts_automerge", "m005_turn_words"]
     assert schema.migrate(conn) == []  # reopening runs nothing
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"turns", "turn_blocks", "_turns_migrations", "_migrations"} <= tables

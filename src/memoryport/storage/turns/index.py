@@ -26,7 +26,7 @@ from memoryport.storage.sessions.temporal import (
 )
 from memoryport.storage.sqlite_wal import enable_wal
 from memoryport.storage.timeexpr import has_time_words
-from memoryport.storage.turns import schema, vectors
+from memoryport.storage.turns import expand, schema, vectors
 from memoryport.storage.turns.rank import (
     DENSE_WEIGHTS,
     Components,
@@ -392,6 +392,7 @@ class TurnIndex:
             anchor = self._latest(scope) if maybe_time else None
         dense_query = vectors.query_text(query, {r[3] for r in rows}) if self.embedder else query
         rows = self._add_nearest(dense_query, scope, rows)
+        rows, expanded = expand.candidates(self, dense_query, words, scope, rows)
         hint = time_hint(query, anchor)
         events = self._overlapping(rows, hint.events) if hint.events else set()
         wordset = set(words)
@@ -413,6 +414,7 @@ class TurnIndex:
             self._dense(dense_query, rows),
             [1.0 if r[0] in events else 0.0 for r in rows] if events else zeros,
             self._naming(words, rows),
+            [expanded.get(r[0], 0.0) for r in rows] if expanded else zeros,
         ]
 
     @contextmanager

@@ -24,6 +24,8 @@ Tables:
 * ``turn_vectors``: the turn's dense vector (float32 BLOB) and the model that made it,
   written in the same transaction as the turn when the ``embeddings`` extra and its model
   are installed (:mod:`.vectors`); turns stored without one simply have no row.
+* ``turn_words``: each distinct word of the stored turns and its dense vector by model
+  (from ``m005``, written by the same background writer; :mod:`.expand`).
 """
 
 from __future__ import annotations
@@ -136,11 +138,21 @@ def m004_fts_automerge(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 2)")
 
 
+def m005_turn_words(conn: sqlite3.Connection) -> None:
+    """The stored turns' vocabulary, each word's dense vector (float32 BLOB) by model:
+    written by the background vector writer, read to expand a query (:mod:`.expand`)."""
+    conn.execute(
+        "CREATE TABLE turn_words (model TEXT NOT NULL, word TEXT NOT NULL,"
+        " vec BLOB NOT NULL, PRIMARY KEY (model, word)) WITHOUT ROWID"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_turns", m001_turns),
     ("m002_turn_vectors", m002_turn_vectors),
     ("m003_turn_events", m003_turn_events),
     ("m004_fts_automerge", m004_fts_automerge),
+    ("m005_turn_words", m005_turn_words),
 ]
 
 

@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from memoryport.storage.turns import expand
+
 __all__ = [
     "DENSE_DEPTH",
     "MODEL_ENV",
@@ -71,6 +73,9 @@ WRITE_BATCH = 16
 waits less for the CPU the writer holds)."""
 SCAN_CHUNK = 2000
 """Turn ids the writer checks for a missing vector per read (keeps each lock hold short)."""
+WORDS_BATCH = 256
+"""New vocabulary words the writer embeds per transaction (after every turn has its vector;
+:mod:`.expand`)."""
 BLAS_THREADS = "1"
 """``OPENBLAS_NUM_THREADS`` set (unless already set) when loading the model imports numpy
 first: one query's small matrix products gain nothing from threads, and on a busy 2-core
@@ -270,7 +275,9 @@ class DenseIndex:
         self._cond = threading.Condition()
         self._pending = self._busy = self._stopping = False
         self._thread: threading.Thread | None = None
-        self._upto = 0
+        self._upto = self._words_upto = 0
+        self._known: set[str] | None = None  # the writer's stored vocabulary words
+        self._vocab: expand.Vocabulary | None = None  # searches' word vectors
         self._query: tuple[str, array[float]] | None = None
         self.error = ""
         """The last error of the background writer ("" when none)."""
@@ -317,7 +324,7 @@ class DenseIndex:
                     return
                 self._pending, self._busy = False, True
             try:
-                while not self._stopping and self._step():
+                while not self._stopping and (self._step() or self._step_words()):
                     pass
             except (sqlite3.Error, ValueError, RuntimeError, OSError) as exc:
                 self.error = f"{type(exc).__name__}: {exc}"
@@ -359,6 +366,48 @@ class DenseIndex:
         self._upto = last
         return True
 
+    def _step_words(self) -> bool:
+        """Embed and store the vocabulary words (:func:`.expand.words_of`) of the next
+        turns that are not stored yet, at most :data:`WORDS_BATCH`; False when no turn is
+        left to read."""
+        name = self.embedder.name
+        with self.lock:
+            if self._known is None:
+                self._known = {r[0] for r in self.conn.execute(
+                    "SELECT word FROM turn_words WHERE model = ?", (name,))}
+            rows = self.conn.execute("SELECT id, text FROM turns WHERE id > ? ORDER BY id"
+                                     " LIMIT ?", (self._words_upto, SCAN_CHUNK)).fetchall()
+        if not rows:
+            return False
+        new: dict[str, None] = {}
+        last = rows[-1][0]
+        for turn_id, text in rows:
+            new.update(dict.fromkeys(sorted(expand.words_of(text) - self._known)))
+            if len(new) >= WORDS_BATCH:
+                last = turn_id
+                break
+        if new:
+            words = list(new)
+            blobs = [encode(v) for v in self.embedder.embed(words)]
+            with self.lock:
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    self.conn.executemany(
+                        "INSERT OR IGNORE INTO turn_words(model, word, vec) VALUES (?, ?, ?)",
+                        [(name, w, b) for w, b in zip(words, blobs, strict=True)])
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    raise
+            self._known.update(words)
+            with self._cache:
+                if self._vocab is not None:
+                    for word, blob in zip(words, blobs, strict=True):
+                        self._vocab.add(word, blob)
+        self._words_upto = last
+        return True
+
     def _remember(self, found: list[tuple[int, str, bytes]]) -> None:
         with self._cache:
             for turn_id, scope, blob in found:
@@ -375,6 +424,23 @@ class DenseIndex:
         vec = self.embedder.embed([query])[0]
         self._query = (query, vec)
         return vec
+
+    def expansion(self, query: array[float], query_words: Sequence[str],
+                  speakers: Iterable[str]) -> list[tuple[str, float]]:
+        """The query's expansion terms (word, cosine) from the stored vocabulary
+        (:func:`.expand.terms`; none without numpy or before any word is stored)."""
+        if self.np is None:
+            return []
+        with self._cache:  # loaded under the lock: the writer adds to it once it is set
+            if self._vocab is None:
+                with self.read_lock:
+                    rows = self.reader.execute("SELECT word, vec FROM turn_words WHERE model = ?",
+                                               (self.embedder.name,)).fetchall()
+                self._vocab = expand.Vocabulary(self.np, len(query))
+                for word, blob in rows:
+                    self._vocab.add(word, blob)
+            near = self._vocab.nearest(query.tobytes(), 3 * expand.TERMS, expand.FLOOR)
+        return expand.terms(near, query_words, speakers)
 
     def _scope(self, scope: str, dim: int) -> _Scope | None:
         """The scope's vectors in memory (loaded on first use); None without numpy."""
