@@ -305,14 +305,20 @@ def test_pg_trgm_index_serves_cjk_search(
         assert results[0][0] == [CJK[0]]
         with psycopg.connect(trgm_server.uri) as conn:
             conn.execute("SET enable_seqscan = off")
+            # the trigram search's condition: the index's predicate (m051), word for word
             plan = conn.execute(
                 psycopg.sql.SQL(
-                    "EXPLAIN SELECT id FROM {s}.messages WHERE content ~ %s"
-                    " AND content ILIKE '%%東京都%%'"
+                    f"EXPLAIN SELECT id FROM {{s}}.messages m WHERE {migrations.cjk_rows('m.')}"
+                    " AND m.content ILIKE '%%東京都%%'"
                 ).format(s=psycopg.sql.Identifier(indexed.schema)),
-                (migrations.CJK_REGEX,),
             ).fetchall()
+            definition = conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = %s"
+                " AND indexname = 'messages_content_trgm'",
+                (indexed.schema,),
+            ).fetchone()
         assert "messages_content_trgm" in " ".join(r[0] for r in plan)
+        assert definition is not None and "octet_length(content)" in definition[0]
     finally:
         indexed.close()
         pgserver.drop_schema(trgm_server.uri, indexed.schema)

@@ -105,7 +105,7 @@ def run_search(
     else:
         where, params = compile_ilike(parsed.root, "m.content")
         if plan == "trigram":
-            where = f"m.content ~ {_quote(CJK_REGEX)} AND {where}"
+            where = f"{cjk_rows('m.')} AND {where}"
         expr, match = where, (where, list(params))
     headline = expr if plan == "fts" and snippets else ""
     hydrated: dict[int, Any] = {}
@@ -362,10 +362,6 @@ def _latest(cur: Cursor, schema: sql.Identifier) -> float | None:
     row = cur.execute(sql.SQL("SELECT max(timestamp) FROM {s}.messages").format(s=schema))
     value = row.fetchone()
     return None if value is None or value[0] is None else float(value[0])
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _occurrence_score(needles: Sequence[str]) -> tuple[sql.Composable, list[Any]]:
