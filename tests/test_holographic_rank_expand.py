@@ -13,6 +13,7 @@ import math
 import sqlite3
 from array import array
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from memoryport.storage.turns import TurnIndex, TurnInput, Weights, expand
@@ -93,6 +94,18 @@ def test_without_a_model_nothing_expands(tmp_path: Path) -> None:
         found = [h.source_id for h in index.search(QUESTION, limit=5)]
         assert "D3:1" not in found
         assert all(p.expand == 0 for p in index.candidates(QUESTION)[1])
+
+
+def test_a_zero_expand_weight_adds_no_candidate(tmp_path: Path) -> None:
+    """The signal off (as on PostgreSQL, which keeps no vocabulary) means no expansion
+    candidates either: the candidates are the lexical ones."""
+    weights = replace(DENSE_WEIGHTS, expand=0.0)
+    with TurnIndex(tmp_path / "x.db", embedder=BucketEmbedder(), weights=weights) as index:
+        index.add_turns(_turns())
+        assert index.flush_vectors(30)
+        rows, parts = index.candidates(QUESTION)
+        assert "D3:1" not in [r[6] for r in rows]
+        assert all(p.expand == 0 for p in parts)
 
 
 def test_words_are_embedded_once_and_kept(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import math
 import zlib
 from array import array
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import psycopg
@@ -16,6 +17,7 @@ import pytest
 import pgserver
 from memoryport.storage.turns import TurnIndex, TurnInput
 from memoryport.storage.turns.postgres import PostgresTurnIndex
+from memoryport.storage.turns.rank import DENSE_WEIGHTS
 
 pytestmark = pytest.mark.postgres
 
@@ -60,7 +62,8 @@ def test_bytea_vectors_rank_as_on_sqlite(tmp_path: Path, plain_server: pgserver.
                                          ) -> None:
     schema = pgserver.fresh_schema("vec")
     try:
-        with TurnIndex(tmp_path / "v.db", embedder=TopicEmbedder()) as lite, \
+        with TurnIndex(tmp_path / "v.db", embedder=TopicEmbedder(),  # as PostgreSQL: no expansion
+                       weights=replace(DENSE_WEIGHTS, expand=0.0)) as lite, \
                 PostgresTurnIndex(plain_server.uri, schema=schema,
                                   embedder=TopicEmbedder()) as pg:
             lite.add_turns(_turns())

@@ -134,12 +134,13 @@ def candidates(index: Any, query: str, query_words: Sequence[str], scope: str,
                rows: list[Row]) -> tuple[list[Row], dict[int, float]]:
     """``rows`` and the :data:`DEPTH` turns of ``scope`` with the best ``expand`` score
     not among them, and each turn's score (``rows`` and ``{}`` without a model or word
-    vectors: a PostgreSQL index has no vector writer, so no expansion either).
+    vectors, or when the index's ``expand`` weight is 0: then the signal is off and adds
+    no candidate either; a PostgreSQL index has no vector writer, so no expansion).
 
     ``index`` is the :class:`~.index.TurnIndex` searching: its vectors, its search
     connection and lock (not held by the caller) and its row cache."""
     dense = getattr(index, "_vectors", None)
-    if dense is None or not rows:
+    if dense is None or not rows or not index.weights.expand:
         return rows, {}
     expansion = dense.expansion(dense.query_vector(query), query_words, {r[3] for r in rows})
     if not expansion:
