@@ -3,6 +3,7 @@ looks for, chunked appends keep every guarantee, and old stores are re-stamped."
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 
 import psycopg
@@ -122,6 +123,21 @@ def test_queries_with_no_lexeme_or_only_negations_match_nothing() -> None:
     assert search_lexemes.tsquery(parse_query('"a/b"').root) == "('a' <-> 'b')"
     assert search_lexemes.tsquery(parse_query("photos*").root) == "'photo':*"
     assert search_lexemes.document(["Cafés, CAFÉ!", None, "tool"]) == "'cafe':1 'cafe':2 'tool':3"
+
+
+def test_a_stored_document_lists_the_query_lexemes_of_its_text_in_order() -> None:
+    """Short ASCII text takes a faster path to its literal (``bytes.translate`` and
+    ``split``, no regex): every ASCII character, in random texts, must give exactly the
+    lexemes a query gets from the same words (``text_lexemes``), numbered from 1."""
+    rnd = random.Random(19)
+    alphabet = [chr(c) for c in range(128)]
+    texts = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 80))) for _ in range(3000)]
+    texts += ["snake_case_name", "x" * 511, "y " * 255, "Running_JUMPED\tabs\x00", ""]
+    for text in texts:
+        literal = search_lexemes.document((text,))
+        entries = [e.rsplit(":", 1) for e in literal.split(" ")] if literal else []
+        assert [e[0].strip("'") for e in entries] == search_lexemes.text_lexemes(text), text
+        assert [int(e[1]) for e in entries] == list(range(1, len(entries) + 1)), text
 
 
 def test_m030_restamps_rows_written_before_it(pg_server: pgserver.PgServer) -> None:

@@ -7,7 +7,8 @@ as a ``tsvector`` literal, and a search's ``tsquery`` is built from the same fun
 the text holds (URLs, hyphens, numbers, other scripts): no server parser behaviour needs
 emulating, only this one function applied on both sides. The server spent ~30 us per
 message in ``to_tsvector`` and ~10 us folding punctuation with ``regexp_replace``; here a
-message costs a few us of client time (see docs/postgres.md).
+message costs a few us of client time (see docs/postgres.md); short ASCII text, most
+messages, is split with one ``bytes.translate`` instead of the regex (~3 us less).
 
 The rules (SQLite's ``porter unicode61`` tokenizer, PostgreSQL's ``english`` stemmer):
 
@@ -30,7 +31,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain, repeat
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import Stemmer
@@ -96,10 +97,11 @@ _POSITIONS = [f":{i}" for i in range(1, _MAX_POSITION + 1)]
 _STEMS: dict[str, str] = {}
 _ENTRIES: dict[str, str] = {}
 _CACHE_LIMIT = 200_000
+_W = TypeVar("_W", str, bytes)
 _stem_word = Stemmer.Stemmer("english").stemWord
 
 
-def _cached(words: list[str], cache: dict[str, str], make: Callable[[str], str]) -> list[str]:
+def _cached(words: list[_W], cache: dict[_W, str], make: Callable[[_W], str]) -> list[str]:
     """``make`` of each word through ``cache`` (most words repeat: a dict beats the
     stemmer's own cache)."""
     out: list[Any] = list(map(cache.get, words))
@@ -127,6 +129,16 @@ def text_lexemes(text: str) -> list[str]:
 
 def _entry(word: str) -> str:
     return f"'{_stem_word(word)}'"
+
+
+def _ascii_entry(word: bytes) -> str:
+    return f"'{_stem_word(word.decode())}'"
+
+
+_ASCII_WORDS = bytes(c if chr(c).isascii() and chr(c).isalnum() else 32 for c in range(256))
+"""``bytes.translate`` table: ASCII letters and digits kept, every other byte a space (so
+``split()`` gives what ``_WORD`` finds in lower-cased ASCII text: ``_`` separates too)."""
+_ASCII_ENTRIES: dict[bytes, str] = {}
 
 
 def _merged(words: list[str]) -> str:
@@ -159,6 +171,10 @@ def document(parts: Iterable[str | None]) -> str:
     merged here, see :func:`_merged`). Lexemes hold only letters and digits, so the
     quotes need no escaping; a word over 2,046 bytes is left out, as PostgreSQL does."""
     text = " ".join(p for p in parts if p)
+    if len(text) <= _LONG and text.isascii():  # most messages: one C pass, no regex
+        ascii_words = text.lower().encode().translate(_ASCII_WORDS).split()
+        entries = _cached(ascii_words, _ASCII_ENTRIES, _ascii_entry)
+        return " ".join(map(str.__add__, entries, _POSITIONS))
     words = _words(text)
     if len(text) > _LONG and max(map(len, words), default=0) > _LONG:
         words = [w for w in words if len(w.encode()) <= _MAX_LEXEME_BYTES]
