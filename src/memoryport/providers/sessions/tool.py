@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from memoryport.errors import StoreError, ToolArgumentError
@@ -134,10 +134,27 @@ def _int_arg(args: Mapping[str, Any], key: str, default: int) -> int:
     return number
 
 
-def _current_roots(store: SessionStore, ctx: ToolContext) -> set[str]:
-    if not ctx.current_session_id:
-        return set()
-    return set(store.lineage_roots([ctx.current_session_id]).values())
+class _Seen:
+    """The lineage roots a listing has shown, starting with the current conversation's.
+
+    The current session's root is read with the first lineage lookup that has other
+    sessions to resolve (one store call, one round trip on PostgreSQL, instead of a call
+    of its own first); a listing with nothing to resolve never needs it.
+    """
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self.roots: set[str] = set()
+        self._current = ctx.current_session_id
+
+    def lineage(self, store: SessionStore, session_ids: Iterable[str]) -> dict[str, str]:
+        """``store.lineage_roots(session_ids)``; the current session's root, when still
+        unread and ``session_ids`` is not empty, is read by the same call into ``roots``."""
+        wanted = set(session_ids)
+        current, self._current = (self._current, "") if wanted else ("", self._current)
+        roots = store.lineage_roots(wanted | {current} if current else wanted)
+        if current in roots:
+            self.roots.add(roots[current])
+        return roots
 
 
 def session_search(
@@ -226,9 +243,9 @@ def scroll(
 def read(store: SessionStore, session_id: str, ctx: ToolContext) -> dict[str, Any]:
     """The start (20) and end (10) of a session."""
     session = store.get_session(session_id, user_id=ctx.user_id)
-    if ctx.current_session_id and _current_roots(store, ctx) & set(
-        store.lineage_roots([session.id]).values()
-    ):
+    seen = _Seen(ctx)
+    roots = seen.lineage(store, [session.id])  # one call for both sessions' roots
+    if session.id in roots and roots[session.id] in seen.roots:
         raise ToolArgumentError(
             "that session is part of the current conversation; it is already in your context"
         )
@@ -251,8 +268,9 @@ def read(store: SessionStore, session_id: str, ctx: ToolContext) -> dict[str, An
 def browse(store: SessionStore, limit: int, ctx: ToolContext) -> dict[str, Any]:
     """Recent sessions, one per lineage, excluding the current conversation."""
     rows = store.list_sessions(user_id=ctx.user_id, limit=limit * 3 + 5)
-    roots = store.lineage_roots([r.session.id for r in rows])
-    skip = _current_roots(store, ctx)
+    seen = _Seen(ctx)
+    roots = seen.lineage(store, [r.session.id for r in rows])
+    skip = seen.roots
     results = []
     for row in rows:
         root = roots.get(row.session.id, row.session.id)
@@ -309,12 +327,13 @@ def browse_period(
 ) -> dict[str, Any]:
     """Sessions active during ``period``, most recent first, one per lineage."""
     start, end = period
-    skip = _current_roots(store, ctx)
+    seen = _Seen(ctx)
+    skip = seen.roots
     results: list[dict[str, Any]] = []
     offset, page = 0, 100
     while len(results) < limit and offset < PERIOD_SCAN_LIMIT:
         rows = store.list_sessions(user_id=ctx.user_id, limit=page, offset=offset)
-        roots = store.lineage_roots([r.session.id for r in rows])
+        roots = seen.lineage(store, [r.session.id for r in rows])
         for row in rows:
             s = row.session
             root = roots.get(s.id, s.id)
@@ -364,24 +383,24 @@ def unquote_title(query: str) -> str:
 
 
 def _title_match(
-    store: SessionStore, query: str, ctx: ToolContext, skip: set[str]
+    store: SessionStore, query: str, ctx: ToolContext, seen: _Seen
 ) -> tuple[SessionRecord, str] | None:
     """The most recently active session titled exactly ``query`` (or ``query`` without
-    surrounding quotes or backticks, see :func:`unquote_title`) outside ``skip``.
+    surrounding quotes or backticks, see :func:`unquote_title`) outside ``seen``.
 
     Served by the store's title index (user scoping and hidden sources apply); its
-    lineage root is added to ``skip`` so message hits do not repeat that conversation.
+    lineage root is added to ``seen`` so message hits do not repeat that conversation.
     """
     titled = []
     for candidate in dict.fromkeys((query, unquote_title(query))):
         titled = store.sessions_titled(candidate, user_id=ctx.user_id, limit=5)
         if titled:
             break
-    roots = store.lineage_roots(s.id for s in titled)
+    roots = seen.lineage(store, (s.id for s in titled))
     for session in titled:
         root = roots.get(session.id, session.id)
-        if root not in skip:
-            skip.add(root)
+        if root not in seen.roots:
+            seen.roots.add(root)
             return session, root
     return None
 
@@ -392,7 +411,7 @@ def _collect_hits(
     args: Mapping[str, Any],
     ctx: ToolContext,
     limit: int,
-    skip: set[str],
+    seen: _Seen,
 ) -> tuple[list[tuple[SearchHit, str]], int, Any]:
     roles = [r.strip() for r in str(args.get("role_filter") or "user,assistant").split(",")]
     sort = check_sort(str(args.get("sort") or "relevance"))
@@ -412,11 +431,11 @@ def _collect_hits(
             snippets=False,  # computed below for the few hits discover returns
         )
         scanned += len(last.hits)
-        roots = store.lineage_roots({h.message.session_id for h in last.hits})
+        roots = seen.lineage(store, {h.message.session_id for h in last.hits})
         for hit in last.hits:
             root = roots.get(hit.message.session_id, hit.message.session_id)
-            if root not in skip:
-                skip.add(root)
+            if root not in seen.roots:
+                seen.roots.add(root)
                 (scheduled if hit.source in DEMOTED_SOURCES else chosen).append((hit, root))
                 if len(chosen) >= limit:
                     break
@@ -494,9 +513,9 @@ def discover(
     """
     limit = clamp(_int_arg(args, "limit", 3), 1, 10)
     window = clamp(_int_arg(args, "window", 5), 1, 20)
-    skip = _current_roots(store, ctx)
-    titled = _title_match(store, query, ctx, skip)
-    chosen, scanned, last = _collect_hits(store, query, args, ctx, limit - bool(titled), skip)
+    seen = _Seen(ctx)  # the current conversation is never a result
+    titled = _title_match(store, query, ctx, seen)
+    chosen, scanned, last = _collect_hits(store, query, args, ctx, limit - bool(titled), seen)
     if titled is not None:
         chosen.insert(0, (_title_hit(store, titled[0]), titled[1]))
     views = store.windows([h.message.id for h, _ in chosen], window=window, bookend=3)
