@@ -16,6 +16,11 @@ Vectors give the index (:class:`DenseIndex`):
 * optionally, candidates: the :data:`DENSE_DEPTH` turns of the scope nearest the query by
   cosine join the lexical ones (turns sharing no word with the question are otherwise
   never scored) — off by default, as it did not help on LoCoMo.
+* the query's expansion terms: the stored vocabulary words nearest the query's vector
+  (:meth:`DenseIndex.expansion`, scored by :mod:`.expand`). Once every turn has its
+  vector, the writer embeds each distinct word of the stored turns once (``turn_words``;
+  at start it re-reads the turns' words to find any not stored yet, as it does for
+  vectors).
 
 Vectors are written off the turn's path: ``add_turns`` commits the turn and wakes a
 background writer, which embeds every turn that has no vector of the current model (in
