@@ -454,7 +454,7 @@ def _insert_rows(
             event_columns = [list(c) for c in zip(*events, strict=True)]
             per_session.append([session_id, len(new), *event_columns])
     if per_session:
-        cur.executemany(_positional_events_statement(schema), per_session)
+        cur.executemany(rendered(cur, schema, _positional_events_statement), per_session)
 
 
 def _rows_statement(schema: sql.Identifier) -> sql.Composed:
@@ -503,18 +503,21 @@ _SESSION_NAMES = SESSION_COLUMNS.replace("s.", "").split(", ")
 _FIELDS = sorted(SESSION_UPDATABLE_FIELDS)
 
 
-def _sync_statements(schema: sql.Identifier) -> tuple[sql.Composed, sql.Composed]:
-    """The session ``INSERT`` and the grown-session ``UPDATE`` of :func:`sync_entries`."""
-    insert = sql.SQL(
+def _sync_insert(schema: sql.Identifier) -> sql.Composed:
+    """The new-session ``INSERT`` of :func:`sync_entries`."""
+    return sql.SQL(
         f"INSERT INTO {{s}}.sessions ({', '.join(_SESSION_NAMES)})"
         f" VALUES ({', '.join(['%s'] * len(_SESSION_NAMES))})"
     ).format(s=schema)
-    update = sql.SQL(
+
+
+def _sync_update(schema: sql.Identifier) -> sql.Composed:
+    """The grown-session ``UPDATE`` of :func:`sync_entries`."""
+    return sql.SQL(
         f"UPDATE {{s}}.sessions SET {', '.join(f'{k} = %s' for k in _FIELDS)},"
         " message_count = message_count + %s,"
         " last_active_at = greatest(last_active_at, %s) WHERE id = %s"
     ).format(s=schema)
-    return insert, update
 
 
 def sync_entries(
@@ -566,11 +569,10 @@ def sync_entries(
             grown.append([*fields, len(new), newest, record.id])
             appended += len(new)
         rows.append((record.id, new))
-    insert, update = _sync_statements(schema)
     if created:
-        cur.executemany(insert, created)
+        cur.executemany(rendered(cur, schema, _sync_insert), created)
     if grown:
-        cur.executemany(update, grown)
+        cur.executemany(rendered(cur, schema, _sync_update), grown)
     _insert_rows(cur, schema, rows)
     written = sum(len(new) for _, new in rows)
     return SyncReport(len(created), len(grown), unchanged, written - appended, appended)
