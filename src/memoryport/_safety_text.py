@@ -17,8 +17,17 @@ clipboard.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-__all__ = ["IGNORABLE_RANGES", "clean", "control_name", "needs_clean", "terminal_controls"]
+__all__ = [
+    "IGNORABLE_RANGES",
+    "clean",
+    "control_name",
+    "needs_clean",
+    "plain_char",
+    "terminal_controls",
+    "unusual_chars",
+]
 
 IGNORABLE_RANGES: tuple[tuple[int, int], ...] = (
     (0x00AD, 0x00AD), (0x034F, 0x034F), (0x0600, 0x0605), (0x061C, 0x061C),
@@ -55,6 +64,24 @@ _NAMES = {
 def needs_clean(text: str) -> bool:
     """True when ASCII ``text`` may hold a control or an escaped quote for :func:`clean`."""
     return _NEEDS_CLEAN_ASCII_RE.search(text) is not None
+
+
+# Everything but tab, line feed and printable ASCII other than the backslash: the only
+# characters that can make ``clean`` change a text (one simple class: a fast search).
+_UNUSUAL_RE = re.compile(r"[^\t\n\x20-\x5b\x5d-\x7e]")
+
+
+def unusual_chars(text: str) -> set[str]:
+    """The distinct characters of ``text`` other than tab, line feed and printable ASCII
+    (a backslash included): only these can be controls, ignorables or invisible."""
+    return set(_UNUSUAL_RE.findall(text))
+
+
+@lru_cache(maxsize=4096)
+def plain_char(char: str) -> bool:
+    """True when :func:`clean` keeps ``char`` as it is (not a control, not a default-
+    ignorable or format character, not a whitespace-like control, not a backslash)."""
+    return char != "\\" and char not in _SPACE_CONTROLS and _REMOVE_RE.match(char) is None
 
 
 def clean(text: str) -> str:

@@ -231,7 +231,7 @@ def _invisible_findings(text: str) -> list[Finding]:
     return findings
 
 
-def _prepare(text: str, dirty: bool) -> tuple[str, str]:
+def _prepare(text: str, dirty: bool, fast: bool = True) -> tuple[str, str]:
     """Return ``(display, lowered)``: the text NFKC-normalized per line, then cleaned.
 
     Cleaning (``memoryport._safety_text.clean``) removes every default-ignorable, format
@@ -240,13 +240,24 @@ def _prepare(text: str, dirty: bool) -> tuple[str, str]:
     ``lowered`` is what the rules run on; ``display`` (used for excerpts) is the normalized
     text when lower-casing kept its length, else ``lowered`` itself, so offsets agree.
     Neither normalization nor lower-casing adds or removes ``\n``, so lines correspond.
+
+    ``fast`` (the same result): the text is normalized whole (no character's NFKC form
+    holds a line feed, and a line feed never composes with a neighbour, so this is the
+    per-line result) and cleaned only when the normalized text holds a character that
+    cleaning changes (cleaning works per character, so whole or per line is the same).
+    ``fast=False`` is the reference the tests compare against.
     """
     if text.isascii():
         normalized = _text.clean(text) if dirty else text
         return normalized, normalized.lower()
-    normalized = "\n".join(
-        _text.clean(unicodedata.normalize("NFKC", line)) for line in text.split("\n")
-    )
+    if fast:
+        normalized = unicodedata.normalize("NFKC", text)
+        if not all(map(_text.plain_char, _text.unusual_chars(normalized))):
+            normalized = _text.clean(normalized)
+    else:
+        normalized = "\n".join(
+            _text.clean(unicodedata.normalize("NFKC", line)) for line in text.split("\n")
+        )
     lowered = normalized.lower()
     return (normalized if len(normalized) == len(lowered) else lowered), lowered
 
@@ -424,9 +435,22 @@ def _terminal_findings(text: str) -> list[Finding]:
     )]
 
 
-def _dirty(text: str) -> bool:
-    """False for plain ASCII text that holds no control and no backslash (the fast path)."""
-    return not text.isascii() or _text.needs_clean(text)
+def _dirty(text: str, fast: bool = True) -> bool:
+    """False when ``text`` holds no control, backslash, invisible or ignorable character
+    (nothing for :func:`_leading` to report or for cleaning to remove): the fast path.
+
+    Plain ASCII is answered by one regex; other text by the distinct characters outside
+    printable ASCII (``fast``; without it every non-ASCII text is dirty, the reference).
+    """
+    if text.isascii():
+        return _text.needs_clean(text)
+    return not fast or not all(map(_plain, _text.unusual_chars(text)))
+
+
+def _plain(char: str) -> bool:
+    """A character cleaning keeps that is neither invisible nor a tag character (each of
+    those is also an ignorable, which ``plain_char`` refuses: checked here all the same)."""
+    return _text.plain_char(char) and char not in INVISIBLE_CHARS and not _is_tag(char)
 
 
 def _leading(text: str, dirty: bool) -> list[Finding]:
@@ -445,13 +469,18 @@ def scan(text: str, *, home: str | os.PathLike[str] | None = None) -> list[Findi
     pattern findings by position, then id; each id appears once. ``home`` adds findings
     for ``<home>/.env`` and other secret files directly under the memoryport home.
     """
+    return _scan(text, home, fast=True)
+
+
+def _scan(text: str, home: str | os.PathLike[str] | None, *, fast: bool) -> list[Finding]:
+    """:func:`scan`; ``fast=False`` skips the fast paths (the reference for the tests)."""
     findings: list[Finding] = []
     if len(text) > MAX_SCAN_CHARS:
         findings.append(_too_large(len(text)))
         text = text[:MAX_SCAN_CHARS]
-    dirty = _dirty(text)
+    dirty = _dirty(text, fast)
     findings = _leading(text, dirty) + findings
-    display, lowered = _prepare(text, dirty)
+    display, lowered = _prepare(text, dirty, fast)
     seen = {f.id for f in findings}
     for hit in _hits(text, display, lowered, _index_for(home)):
         if hit[2].id not in seen:
@@ -494,6 +523,13 @@ def scan_lines(
     line holding an invisible character is dropped. Text beyond :data:`MAX_SCAN_CHARS` is
     dropped too (with a ``too_large_to_scan`` finding), so nothing unscanned is returned.
     """
+    return _scan_lines(text, home, fast=True)
+
+
+def _scan_lines(
+    text: str, home: str | os.PathLike[str] | None, *, fast: bool
+) -> tuple[str, list[Finding]]:
+    """:func:`scan_lines`; ``fast=False`` skips the fast paths (the tests' reference)."""
     findings: list[Finding] = []
     if len(text) > MAX_SCAN_CHARS:
         findings.append(_too_large(len(text)))
@@ -501,7 +537,7 @@ def scan_lines(
         text = text[:cut] if cut >= 0 else ""
     lines = text.split("\n")
     bad: set[int] = set()
-    dirty = _dirty(text)
+    dirty = _dirty(text, fast)
     leading = _leading(text, dirty)
     if leading:
         findings = leading + findings
@@ -509,7 +545,7 @@ def scan_lines(
         raw_starts = _line_starts(text)
         bad.update(bisect.bisect_right(raw_starts, at) - 1
                    for at, _ in _text.terminal_controls(text))
-    display, lowered = _prepare(text, dirty)
+    display, lowered = _prepare(text, dirty, fast)
     seen = {f.id for f in findings}
     starts: list[int] = []
     for hit in _hits(text, display, lowered, _index_for(home)):
