@@ -14,6 +14,7 @@ import uuid
 import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,6 +31,7 @@ from memoryport.storage.facts.store import FactStore
 from memoryport.storage.turns import TurnIndex, TurnInput
 from memoryport.storage.turns.postgres import PostgresTurnIndex
 from memoryport.storage.turns.postgres_terms import phrase_terms, terms
+from memoryport.storage.turns.rank import DENSE_WEIGHTS
 from memoryport.testing import ProviderConformance
 
 pytestmark = pytest.mark.postgres
@@ -191,7 +193,8 @@ def test_dense_vectors_score_as_on_sqlite(tmp_path: Path, pg_server: pgserver.Pg
     """With an embedder, vectors are stored with the turn (pgvector's ``vector`` when the
     server has it, as this one does) and the ``dense`` signal equals SQLite's."""
     turns = _conversation()[:60]
-    with TurnIndex(tmp_path / "v.db", embedder=TopicEmbedder()) as lite, \
+    with TurnIndex(tmp_path / "v.db", embedder=TopicEmbedder(),  # as PostgreSQL: no expansion
+                   weights=replace(DENSE_WEIGHTS, expand=0.0)) as lite, \
             PostgresTurnIndex(pg_server.uri, schema=schema, embedder=TopicEmbedder()) as pg:
         lite.add_turns(turns)
         pg.add_turns(turns)
