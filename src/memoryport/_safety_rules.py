@@ -71,7 +71,9 @@ _VERBS_WRITE = "tee echo append add write insert put install copy cp paste place
 # (id, category, anchors, requires, pattern, why). Every match of ``pattern`` starts with one of
 # the space-separated ``anchors``: alphanumeric anchors must start a word and are looked up in
 # the text's word set; others (and those ending in ``*``) are plain substrings. ``requires``
-# (if any): one of these words must also occur in the text's word set (a cheap gate).
+# (if any): one of these must also occur (a cheap gate): an alphanumeric one as a word of
+# the text's word set, any other as a substring. A gate must hold wherever the pattern
+# matches (tests/test_turnpath_safety.py checks every gate on the corpora).
 RULE_TABLE: tuple[tuple[str, str, str, tuple[str, ...], str, str], ...] = (
     # ---------------------------------------------------------------- prompt_injection
     ("prompt_injection", "prompt_injection",
@@ -134,7 +136,7 @@ RULE_TABLE: tuple[tuple[str, str, str, tuple[str, ...], str, str], ...] = (
      r"system\s+prompt|\bassistant\b|\bai\b|\bllm\b|\bagent\b|you\s+(?:are|must|should|will)\b|"
      r"\bsecret\b|\bhidden\b)(?:(?!-->)[\s\S]){0,400}?-->",
      "a hidden HTML comment carrying instructions"),
-    ("md_comment_injection", "prompt_injection", "[", (),
+    ("md_comment_injection", "prompt_injection", "[", ("]:",),
      r"\[[^\]\n]{0,20}\]:\s*(?:#|<>)\s*[(\"'][^\n]{0,400}?(?:\bignore\b|\bdisregard\b|"
      r"\boverride\b|\binstructions?\b|system\s+prompt|\bassistant\b|\bai\b|\bllm\b|\bagent\b|"
      r"you\s+(?:are|must|should|will)\b|\bsecret\b|\bhidden\b|\bsafety\b)",
@@ -204,7 +206,8 @@ RULE_TABLE: tuple[tuple[str, str, str, tuple[str, ...], str, str], ...] = (
      r"(?:enable|activate|enter|switch\s+to|turn\s+on|unlock|engage)\s+(?:\w+\s+){0,2}?"
      r"(?:god|jailbreak|jailbroken|dan|unrestricted|unfiltered|uncensored)\s+mode\b",
      "an attempt to switch the model into an unrestricted mode"),
-    ("fake_system_tag", "system_prompt_override", "< [", (),
+    ("fake_system_tag", "system_prompt_override", "< [",
+     ("system", "developer", "sys", "inst", "admin", "administrator", "operator"),
      r"(?:<\|[a-z_]{2,20}\|>\s*(?:system|developer)\b|<\|(?:system|developer)\|>|\[/?(?:inst|sys)\]|"
      r"<<\s*/?sys\s*>>|</?\s*(?:system|developer)(?:[\s_-]*(?:prompt|message|instructions))?\s*>"
      r"|\[\s*(?:system|admin|administrator|developer|operator)\s+(?:note|message|override|"
@@ -437,7 +440,8 @@ RULE_TABLE: tuple[tuple[str, str, str, tuple[str, ...], str, str], ...] = (
      r"\.clinerules|\.windsurfrules|soul\.md|copilot-instructions\.md|\.(?:hermes|memoryport)/"
      r"config\.ya?ml)",
      "an instruction to modify the agent's own instruction or config files"),
-    ("c2_forced_action", "persistence", "you agent assistant", (),
+    ("c2_forced_action", "persistence", "you agent assistant",
+     ("must", "should", "will", "shall", "need", "required"),
      r"(?:you|agent|assistant)\s+(?:must|should|will|shall|need\s+to|are\s+required"
      r"\s+to)\s+(?:always\s+)?" + _w(2)
      + r"(?:register\s+(?:with|at)|connect\s+to|report\s+(?:back\s+)?"

@@ -159,8 +159,20 @@ def _build_index(rules: tuple[_Rule, ...]) -> _Index:
                 literals.setdefault(anchor.rstrip("*") or anchor, []).append(rule)
     return _Index(rules, {k: tuple(v) for k, v in words.items()},
                   {k: tuple(v) for k, v in literals.items()},
-                  frozenset(words).union(*(rule.requires for rule in rules), _SPACED_LETTERS,
-                                         _B64_HINTS))
+                  frozenset(words).union(*(_gate_words(rule) for rule in rules),
+                                         _SPACED_LETTERS, _B64_HINTS))
+
+
+def _gate_words(rule: _Rule) -> tuple[str, ...]:
+    """The alphanumeric ``requires`` entries of ``rule`` (looked up in the word set)."""
+    return tuple(r for r in rule.requires if r.isascii() and r.isalnum())
+
+
+def _gate_open(rule: _Rule, present: frozenset[str], lowered: str) -> bool:
+    """True when ``rule`` may match: no ``requires``, or one of them occurs (a word in
+    ``present``, any other entry as a substring of ``lowered``)."""
+    return not rule.requires or any(
+        r in present if r.isascii() and r.isalnum() else r in lowered for r in rule.requires)
 
 
 _INDEX = _build_index(_RULES)
@@ -292,7 +304,7 @@ def _matches(
         live = []
         for rule in rules:
             if rule.id not in gates:
-                gates[rule.id] = not rule.requires or not present.isdisjoint(rule.requires)
+                gates[rule.id] = _gate_open(rule, present, lowered)
             if gates[rule.id]:
                 live.append(rule)
         pos = lowered.find(anchor) if live else -1
