@@ -50,13 +50,16 @@ def words_of(text: str) -> set[str]:
 
 
 class Vocabulary:
-    """Word vectors in memory: words and a float32 matrix grown by doubling."""
+    """Word vectors in memory: words and a float32 matrix grown by doubling, and for each
+    user scope loaded the words its turns hold (a query expands through those only)."""
 
     def __init__(self, np: Any, dim: int) -> None:
         self.np = np
         self.words: list[str] = []
         self.rows: dict[str, int] = {}
         self.data = np.zeros((256, dim), dtype=np.float32)
+        self._scopes: dict[str, set[str]] = {}
+        self._picks: dict[str, tuple[int, int, Any]] = {}  # scope -> sizes, vocab rows
 
     def add(self, word: str, blob: bytes) -> None:
         """Keep ``word``'s vector (float32 bytes of the matrix's width; others ignored)."""
@@ -70,17 +73,48 @@ class Vocabulary:
         self.data[len(self.words)] = self.np.frombuffer(blob, dtype=self.np.float32)
         self.words.append(word)
 
-    def nearest(self, query: bytes, depth: int, floor: float) -> list[tuple[str, float]]:
-        """The ``depth`` words nearest ``query`` (float32 bytes) with cosine >= ``floor``,
-        nearest first."""
+    def has_scope(self, scope: str) -> bool:
+        """Whether ``scope``'s words are loaded."""
+        return scope in self._scopes
+
+    def load_scope(self, scope: str, words: Iterable[str]) -> None:
+        """Set the words ``scope``'s turns hold (as stored)."""
+        self._scopes[scope] = set(words)
+
+    def occurs(self, scope: str, word: str) -> None:
+        """Note that a turn of ``scope`` holds ``word`` (kept only once the scope is
+        loaded: loading reads the stored pairs)."""
+        held = self._scopes.get(scope)
+        if held is not None:
+            held.add(word)
+
+    def _scope_rows(self, scope: str) -> Any:
+        """The vocabulary rows of ``scope``'s words that have a vector (rebuilt when the
+        words or the vectors grew)."""
+        held = self._scopes.get(scope, set())
+        sizes = (len(held), len(self.words))
+        pick = self._picks.get(scope)
+        if pick is None or pick[:2] != sizes:
+            found = sorted(self.rows[w] for w in held if w in self.rows)
+            pick = (*sizes, self.np.array(found, dtype=self.np.int64))
+            self._picks[scope] = pick
+        return pick[2]
+
+    def nearest(self, query: bytes, depth: int, floor: float, scope: str
+                ) -> list[tuple[str, float]]:
+        """The ``depth`` words of ``scope`` nearest ``query`` (float32 bytes) with cosine
+        >= ``floor``, nearest first."""
         count = len(self.words)
         if not count or len(query) != 4 * self.data.shape[1]:
             return []
-        sims = self.data[:count] @ self.np.frombuffer(query, dtype=self.np.float32)
-        depth = min(depth, count)
+        rows = self._scope_rows(scope)
+        if not len(rows):
+            return []
+        sims = (self.data[:count] @ self.np.frombuffer(query, dtype=self.np.float32))[rows]
+        depth = min(depth, len(rows))
         part = self.np.argpartition(-sims, depth - 1)[:depth]
         top = part[self.np.argsort(-sims[part], kind="stable")]
-        return [(self.words[i], float(sims[i])) for i in top.tolist() if sims[i] >= floor]
+        return [(self.words[rows[i]], float(sims[i])) for i in top.tolist() if sims[i] >= floor]
 
 
 def _related(word: str, other: str) -> bool:
@@ -142,7 +176,8 @@ def candidates(index: Any, query: str, query_words: Sequence[str], scope: str,
     dense = getattr(index, "_vectors", None)
     if dense is None or not rows or not index.weights.expand:
         return rows, {}
-    expansion = dense.expansion(dense.query_vector(query), query_words, {r[3] for r in rows})
+    expansion = dense.expansion(dense.query_vector(query), query_words, {r[3] for r in rows},
+                                scope)
     if not expansion:
         return rows, {}
     conn = index._conn

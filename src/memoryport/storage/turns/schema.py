@@ -24,8 +24,9 @@ Tables:
 * ``turn_vectors``: the turn's dense vector (float32 BLOB) and the model that made it,
   written in the same transaction as the turn when the ``embeddings`` extra and its model
   are installed (:mod:`.vectors`); turns stored without one simply have no row.
-* ``turn_words``: each distinct word of the stored turns and its dense vector by model
-  (from ``m005``, written by the same background writer; :mod:`.expand`).
+* ``turn_words``: each distinct word of the stored turns and its dense vector by model,
+  and ``turn_word_users``: each (user scope, word) of the stored turns (from ``m005``,
+  written by the same background writer; :mod:`.expand`).
 """
 
 from __future__ import annotations
@@ -139,11 +140,17 @@ def m004_fts_automerge(conn: sqlite3.Connection) -> None:
 
 
 def m005_turn_words(conn: sqlite3.Connection) -> None:
-    """The stored turns' vocabulary, each word's dense vector (float32 BLOB) by model:
-    written by the background vector writer, read to expand a query (:mod:`.expand`)."""
+    """The stored turns' vocabulary, each word's dense vector (float32 BLOB) by model, and
+    which user scopes' turns hold each word (``turn_word_users``: a query expands only
+    through its own scope's words): written by the background vector writer, read to
+    expand a query (:mod:`.expand`)."""
     conn.execute(
         "CREATE TABLE turn_words (model TEXT NOT NULL, word TEXT NOT NULL,"
         " vec BLOB NOT NULL, PRIMARY KEY (model, word)) WITHOUT ROWID"
+    )
+    conn.execute(
+        "CREATE TABLE turn_word_users (user_id TEXT NOT NULL, word TEXT NOT NULL,"
+        " PRIMARY KEY (user_id, word)) WITHOUT ROWID"
     )
 
 

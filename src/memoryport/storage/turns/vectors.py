@@ -282,6 +282,7 @@ class DenseIndex:
         self._thread: threading.Thread | None = None
         self._upto = self._words_upto = 0
         self._known: set[str] | None = None  # the writer's stored vocabulary words
+        self._pairs: set[tuple[str, str]] | None = None  # and (scope, word) pairs
         self._vocab: expand.Vocabulary | None = None  # searches' word vectors
         self._query: tuple[str, array[float]] | None = None
         self.error = ""
@@ -372,46 +373,65 @@ class DenseIndex:
         return True
 
     def _step_words(self) -> bool:
-        """Embed and store the vocabulary words (:func:`.expand.words_of`) of the next
-        turns that are not stored yet, at most :data:`WORDS_BATCH`; False when no turn is
-        left to read."""
+        """Store the vocabulary words (:func:`.expand.words_of`) of the next turns: each
+        new (user scope, word) pair, and each new word's vector (at most
+        :data:`WORDS_BATCH` words embedded per step); False when no turn is left to read."""
         name = self.embedder.name
         with self.lock:
             if self._known is None:
                 self._known = {r[0] for r in self.conn.execute(
                     "SELECT word FROM turn_words WHERE model = ?", (name,))}
-            rows = self.conn.execute("SELECT id, text FROM turns WHERE id > ? ORDER BY id"
-                                     " LIMIT ?", (self._words_upto, SCAN_CHUNK)).fetchall()
+                self._pairs = {(r[0], r[1]) for r in self.conn.execute(
+                    "SELECT user_id, word FROM turn_word_users")}
+            rows = self.conn.execute("SELECT id, user_id, text FROM turns WHERE id > ?"
+                                     " ORDER BY id LIMIT ?",
+                                     (self._words_upto, SCAN_CHUNK)).fetchall()
         if not rows:
             return False
+        known, stored = self._known, self._pairs or set()
         new: dict[str, None] = {}
+        pairs: dict[tuple[str, str], None] = {}
         last = rows[-1][0]
-        for turn_id, text in rows:
-            new.update(dict.fromkeys(sorted(expand.words_of(text) - self._known)))
-            if len(new) >= WORDS_BATCH:
+        for turn_id, scope, text in rows:
+            found = sorted(expand.words_of(text))
+            new.update(dict.fromkeys(w for w in found if w not in known))
+            pairs.update(dict.fromkeys((scope, w) for w in found if (scope, w) not in stored))
+            if len(new) >= WORDS_BATCH or len(pairs) >= WORDS_BATCH * 16:
                 last = turn_id
                 break
-        if new:
-            words = list(new)
-            blobs = [encode(v) for v in self.embedder.embed(words)]
-            with self.lock:
-                try:
-                    self.conn.execute("BEGIN IMMEDIATE")
-                    self.conn.executemany(
-                        "INSERT OR IGNORE INTO turn_words(model, word, vec) VALUES (?, ?, ?)",
-                        [(name, w, b) for w, b in zip(words, blobs, strict=True)])
-                    self.conn.execute("COMMIT")
-                except BaseException:
-                    if self.conn.in_transaction:
-                        self.conn.execute("ROLLBACK")
-                    raise
-            self._known.update(words)
-            with self._cache:
-                if self._vocab is not None:
-                    for word, blob in zip(words, blobs, strict=True):
-                        self._vocab.add(word, blob)
+        words = list(new)
+        blobs = [encode(v) for v in self.embedder.embed(words)] if words else []
+        if words or pairs:
+            self._store_words(name, words, blobs, list(pairs))
         self._words_upto = last
         return True
+
+    def _store_words(self, name: str, words: list[str], blobs: list[bytes],
+                     pairs: list[tuple[str, str]]) -> None:
+        """Write new word vectors and (scope, word) pairs in one transaction, then add
+        them to the searches' vocabulary in memory."""
+        with self.lock:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO turn_words(model, word, vec) VALUES (?, ?, ?)",
+                    [(name, w, b) for w, b in zip(words, blobs, strict=True)])
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO turn_word_users(user_id, word) VALUES (?, ?)", pairs)
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+        assert self._known is not None and self._pairs is not None
+        self._known.update(words)
+        self._pairs.update(pairs)
+        with self._cache:
+            if self._vocab is not None:
+                for word, blob in zip(words, blobs, strict=True):
+                    self._vocab.add(word, blob)
+                for scope, word in pairs:
+                    self._vocab.occurs(scope, word)
 
     def _remember(self, found: list[tuple[int, str, bytes]]) -> None:
         with self._cache:
@@ -431,9 +451,9 @@ class DenseIndex:
         return vec
 
     def expansion(self, query: array[float], query_words: Sequence[str],
-                  speakers: Iterable[str]) -> list[tuple[str, float]]:
-        """The query's expansion terms (word, cosine) from the stored vocabulary
-        (:func:`.expand.terms`; none without numpy or before any word is stored)."""
+                  speakers: Iterable[str], scope: str) -> list[tuple[str, float]]:
+        """The query's expansion terms (word, cosine) from the words of ``scope``'s turns
+        only (:func:`.expand.terms`; none without numpy or before any word is stored)."""
         if self.np is None:
             return []
         with self._cache:  # loaded under the lock: the writer adds to it once it is set
@@ -444,7 +464,12 @@ class DenseIndex:
                 self._vocab = expand.Vocabulary(self.np, len(query))
                 for word, blob in rows:
                     self._vocab.add(word, blob)
-            near = self._vocab.nearest(query.tobytes(), 3 * expand.TERMS, expand.FLOOR)
+            if not self._vocab.has_scope(scope):
+                with self.read_lock:
+                    held = [r[0] for r in self.reader.execute(
+                        "SELECT word FROM turn_word_users WHERE user_id = ?", (scope,))]
+                self._vocab.load_scope(scope, held)
+            near = self._vocab.nearest(query.tobytes(), 3 * expand.TERMS, expand.FLOOR, scope)
         return expand.terms(near, query_words, speakers)
 
     def _scope(self, scope: str, dim: int) -> _Scope | None:
