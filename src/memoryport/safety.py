@@ -15,6 +15,11 @@ NFKC-normalized, invisible-free, lower-cased text, and only where one of their a
 words occurs; also on two derived texts when cheap gates say they may hide something:
 spaced-out letters collapsed ("i g n o r e" -> "ignore") and base64 blobs decoded (only
 when the text mentions an encoding).
+Fast paths with the same findings (tests/test_turnpath_safety.py compares them with the
+reference path on the corpora, LoCoMo and random text): text whose characters outside
+printable ASCII are all plain (no control, invisible or ignorable one) skips the
+invisible/control pass; non-ASCII text is normalized whole and cleaned only when the
+normalized text holds something cleaning changes.
 Order: invisible findings, then ``too_large_to_scan``, then by position, then id; each id
 once.
 """
