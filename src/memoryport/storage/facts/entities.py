@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from memoryport.storage.facts.text import normalize
 
@@ -29,9 +30,9 @@ class Entity:
     name: str
     kind: str
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """The lookup key (see :func:`entity_key`)."""
+        """The lookup key (see :func:`entity_key`; computed once per entity)."""
         return entity_key(self.name)
 
 

@@ -176,8 +176,9 @@ class FactStore:
                 where = f"fact {index + 1}: " if len(items) > 1 else ""
                 raise ToolArgumentError(f"{where}{exc}") from exc
             speaker = item.speaker or "user"
-            prepared.append((replace(item, content=content, speaker=speaker),
-                             write.triple_for(content, speaker)))
+            if content != item.content or speaker != item.speaker:
+                item = replace(item, content=content, speaker=speaker)
+            prepared.append((item, write.triple_for(content, speaker)))
         if not prepared:
             return []
         done: list[tuple[Fact, str, list[int]]] = []
@@ -248,25 +249,26 @@ class FactStore:
         self, conn: Connection, before: Fact, text: str | None,
         category: str | None, tags: str | None, trust_delta: float | None,
     ) -> None:
-        now = time.time()
-        trust = before.trust_score + (trust_delta or 0.0)
-        conn.execute(
-            "UPDATE facts SET category = ?, tags = ?, trust_score = ?, updated_at = ?"
-            " WHERE id = ?",
-            (category or before.category, before.tags if tags is None else tags,
-             min(1.0, max(0.0, trust)), now, before.id),
-        )
-        if text is not None and text != before.content:
-            triple = write.triple_for(text, "user")
+        """One ``UPDATE`` of the row (the index triggers fire once, and only when the
+        content or tags are set); new content also re-links the entities."""
+        trust = min(1.0, max(0.0, before.trust_score + (trust_delta or 0.0)))
+        sets = "category = ?, trust_score = ?, updated_at = ?"
+        values: list[Any] = [category or before.category, trust, time.time()]
+        if tags is not None:
+            sets += ", tags = ?"
+            values.append(tags)
+        new_text = text if text is not None and text != before.content else None
+        triple = write.triple_for(new_text, "user") if new_text is not None else None
+        if new_text is not None:
             t = triple or Triple("", "", "")
-            conn.execute(
-                "UPDATE facts SET content = ?, content_hash = ?, subject = ?, relation = ?,"
-                " qualifier = ?, value = ?, negated = ? WHERE id = ?",
-                (text, content_hash(text), t.subject, t.relation, t.qualifier, t.value,
-                 int(t.negated), before.id),
-            )
+            sets += (", content = ?, content_hash = ?, subject = ?, relation = ?,"
+                     " qualifier = ?, value = ?, negated = ?")
+            values += [new_text, content_hash(new_text), t.subject, t.relation, t.qualifier,
+                       t.value, int(t.negated)]
+        conn.execute(f"UPDATE facts SET {sets} WHERE id = ?", (*values, before.id))
+        if new_text is not None:
             conn.execute("DELETE FROM fact_entities WHERE fact_id = ?", (before.id,))
-            write.link_entities(conn, self.user_id, before.id, text, triple)
+            write.link_entities(conn, self.user_id, before.id, new_text, triple)
 
     def remove(self, fact_id: int, *, provenance: Provenance | None = None) -> bool:
         """Retire a live fact (reason ``removed``); False when it was already retired."""

@@ -11,6 +11,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Set as AbstractSet
+from functools import lru_cache
 
 __all__ = [
     "STOPWORDS",
@@ -50,9 +51,11 @@ def normalize(text: str) -> str:
     return _SPACE.sub(" ", folded).strip().strip(".!;:,").strip()
 
 
+@lru_cache(maxsize=1024)
 def content_hash(text: str) -> str:
     """SHA-256 of the normalised words: the same fact written with other case, spacing or
-    trailing punctuation hashes the same."""
+    trailing punctuation hashes the same (a fact's hash is computed once for its duplicate
+    check, its insert and a later mirrored replace or remove: the recent ones are kept)."""
     words = " ".join(_SPELLING.get(w, w) for w in _WORD.findall(normalize(text)))
     return hashlib.sha256(words.encode("utf-8")).hexdigest()
 
