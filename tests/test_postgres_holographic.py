@@ -14,7 +14,6 @@ import uuid
 import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,7 +30,6 @@ from memoryport.storage.facts.store import FactStore
 from memoryport.storage.turns import TurnIndex, TurnInput
 from memoryport.storage.turns.postgres import PostgresTurnIndex
 from memoryport.storage.turns.postgres_terms import phrase_terms, terms
-from memoryport.storage.turns.rank import DENSE_WEIGHTS
 from memoryport.testing import ProviderConformance
 
 pytestmark = pytest.mark.postgres
@@ -193,12 +191,12 @@ def test_dense_vectors_score_as_on_sqlite(tmp_path: Path, pg_server: pgserver.Pg
     """With an embedder, vectors are stored with the turn (pgvector's ``vector`` when the
     server has it, as this one does) and the ``dense`` signal equals SQLite's."""
     turns = _conversation()[:60]
-    with TurnIndex(tmp_path / "v.db", embedder=TopicEmbedder(),  # as PostgreSQL: no expansion
-                   weights=replace(DENSE_WEIGHTS, expand=0.0)) as lite, \
+    with TurnIndex(tmp_path / "v.db", embedder=TopicEmbedder()) as lite, \
             PostgresTurnIndex(pg_server.uri, schema=schema, embedder=TopicEmbedder()) as pg:
         lite.add_turns(turns)
         pg.add_turns(turns)
         assert lite.flush_vectors(60)  # SQLite writes vectors in the background
+        expanded = False
         for query in ("what did the kids paint", "where did they camp"):
             rows_l, parts_l = lite.candidates(query)
             rows_p, parts_p = pg.candidates(query)
@@ -206,6 +204,11 @@ def test_dense_vectors_score_as_on_sqlite(tmp_path: Path, pg_server: pgserver.Pg
             dense_p = {r[6]: p.dense for r, p in zip(rows_p, parts_p, strict=True)}
             assert any(dense_l.values())
             assert dense_p == pytest.approx(dense_l, rel=1e-5)
+            expand_l = {r[6]: p.expand for r, p in zip(rows_l, parts_l, strict=True)}
+            expand_p = {r[6]: p.expand for r, p in zip(rows_p, parts_p, strict=True)}
+            assert expand_p == pytest.approx(expand_l, rel=1e-5)  # expansion too
+            expanded = expanded or any(expand_l.values())
+        assert expanded
     with psycopg.connect(pg_server.uri) as conn:
         kind = conn.execute(
             "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
@@ -472,7 +475,7 @@ def test_doctor_checks_the_fact_and_turn_tables(pg_server: pgserver.PgServer,
     assert finding()[0] == "warn"
     PostgresTurnIndex(pg_server.uri, schema=schema, dense=False).close()
     PostgresFactStore(pg_server.uri, schema=schema).close()
-    assert finding() == ("ok", "user_scope enforced on 13 tables; vectors: pgvector")
+    assert finding() == ("ok", "user_scope enforced on 14 tables; vectors: pgvector")
 
 
 class TestHolographicOnPostgresConforms(ProviderConformance):

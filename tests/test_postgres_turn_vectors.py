@@ -8,7 +8,6 @@ import math
 import zlib
 from array import array
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import psycopg
@@ -17,7 +16,6 @@ import pytest
 import pgserver
 from memoryport.storage.turns import TurnIndex, TurnInput
 from memoryport.storage.turns.postgres import PostgresTurnIndex
-from memoryport.storage.turns.rank import DENSE_WEIGHTS
 
 pytestmark = pytest.mark.postgres
 
@@ -62,13 +60,13 @@ def test_bytea_vectors_rank_as_on_sqlite(tmp_path: Path, plain_server: pgserver.
                                          ) -> None:
     schema = pgserver.fresh_schema("vec")
     try:
-        with TurnIndex(tmp_path / "v.db", embedder=TopicEmbedder(),  # as PostgreSQL: no expansion
-                       weights=replace(DENSE_WEIGHTS, expand=0.0)) as lite, \
+        with TurnIndex(tmp_path / "v.db", embedder=TopicEmbedder()) as lite, \
                 PostgresTurnIndex(plain_server.uri, schema=schema,
                                   embedder=TopicEmbedder()) as pg:
             lite.add_turns(_turns())
             pg.add_turns(_turns())
             assert lite.flush_vectors(60)
+            expanded = False
             for query in ("what did the kids paint", "where did they camp", "evening"):
                 rows_l, parts_l = lite.candidates(query)
                 rows_p, parts_p = pg.candidates(query)
@@ -76,6 +74,11 @@ def test_bytea_vectors_rank_as_on_sqlite(tmp_path: Path, plain_server: pgserver.
                 dense_p = {r[6]: p.dense for r, p in zip(rows_p, parts_p, strict=True)}
                 assert any(dense_l.values())
                 assert dense_p == pytest.approx(dense_l, rel=1e-5)
+                expand_l = {r[6]: p.expand for r, p in zip(rows_l, parts_l, strict=True)}
+                expand_p = {r[6]: p.expand for r, p in zip(rows_p, parts_p, strict=True)}
+                assert expand_p == pytest.approx(expand_l, rel=1e-5)
+                expanded = expanded or any(expand_l.values())
+        assert expanded  # the queries do expand
         with psycopg.connect(plain_server.uri) as conn:
             kind = conn.execute(
                 "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"

@@ -153,6 +153,7 @@ class TurnIndex:
     _names: dict[int, frozenset[str]]
     """Each candidate turn's name stems, by turn id (see :meth:`_naming`)."""
 
+    _expand_candidates = expand.candidates  # PostgreSQL's: .postgres_expand
     def __init__(
         self,
         path: Path,
@@ -392,7 +393,7 @@ class TurnIndex:
             anchor = self._latest(scope) if maybe_time else None
         dense_query = vectors.query_text(query, {r[3] for r in rows}) if self.embedder else query
         rows = self._add_nearest(dense_query, scope, rows)
-        rows, expanded = expand.candidates(self, dense_query, words, scope, rows)
+        rows, expanded = self._expand_candidates(dense_query, words, scope, rows)
         hint = time_hint(query, anchor)
         events = self._overlapping(rows, hint.events) if hint.events else set()
         wordset = set(words)

@@ -29,9 +29,9 @@ from psycopg import sql
 from memoryport.errors import StoreError
 from memoryport.storage.sessions.postgres.connect import check_connection, describe_dsn
 from memoryport.storage.sessions.temporal import event_rows, has_temporal_expression
+from memoryport.storage.turns import expand, postgres_expand, vectors
 from memoryport.storage.turns import index as base
 from memoryport.storage.turns import postgres_schema as pgschema
-from memoryport.storage.turns import vectors
 from memoryport.storage.turns.postgres_query import COLUMNS, ranked
 from memoryport.storage.turns.postgres_terms import phrase_terms, terms
 from memoryport.storage.turns.rank import Weights
@@ -70,6 +70,8 @@ class PostgresTurnIndex(base.TurnIndex):
         weights, embedder, dense: as :class:`~memoryport.storage.turns.index.TurnIndex`.
     """
 
+    _expand_candidates = postgres_expand.candidates
+
     def __init__(
         self,
         dsn: str,
@@ -91,6 +93,7 @@ class PostgresTurnIndex(base.TurnIndex):
         self.schema = schema
         self.path = Path(describe_dsn(dsn))  # where the turns are, for messages
         self._local = threading.local()  # this thread's search: its scope and prefetched rows
+        self._vocabs: dict[str, expand.Vocabulary] = {}  # scope -> its words' vectors
         self._closed = False
         self._s = sql.Identifier(schema)
         self._search = ranked(self._s)
@@ -187,6 +190,7 @@ class PostgresTurnIndex(base.TurnIndex):
                     None if vecs is None else [vecs[n] for n in picked])
             for n, turn_id in zip(mine, self._run(insert, "write", scope), strict=True):
                 out[n] = turn_id
+            self._vocabs.pop(scope, None)  # its words changed: reloaded by the next search
         return out
 
     def _insert_scope(self, cur: Cursor, user: str, turns: list[base.TurnInput],
@@ -243,6 +247,7 @@ class PostgresTurnIndex(base.TurnIndex):
                 f" VALUES (%s, %s, %s, {cast})"),
                 [(i, user, self.embedder.name, self._vec_param(v))
                  for i, v in zip(ids, vecs, strict=True)])
+        postgres_expand.store_words(self, cur, user, [t.text for t in turns])
         self._add_blocks(cur, user, rows, counted)
         return ids
 
@@ -292,7 +297,9 @@ class PostgresTurnIndex(base.TurnIndex):
                     "INSERT INTO {s}.turn_vectors(turn_id, user_id, model, vec)"
                     f" VALUES (%s, %s, %s, {cast})"), [(i, user, m, v) for i, m, v in vecs])
             return len(ids)
-        return self._run(load, "load", user)
+        added = self._run(load, "load", user)
+        self._vocabs.pop(user, None)
+        return added
 
     def _vec_param(self, vector: array[float]) -> object:
         return list(vector) if self._vector_type.startswith("vector") else vectors.encode(vector)

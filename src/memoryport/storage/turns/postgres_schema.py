@@ -22,6 +22,8 @@ Tables (every one carries ``user_id``, ``''`` for rows without a user):
 * ``turn_events`` -- event windows resolved at write time, as in SQLite.
 * ``turn_vectors`` -- a turn's dense vector: ``vector`` (pgvector) when the extension
   can be created, else ``bytea`` (float32), and the model that made it.
+* ``turn_words`` -- each word of the user's turns and its dense vector (float32
+  ``bytea``) by model, for query expansion (:mod:`.postgres_expand`; from ``m006``).
 
 Row-level security: every table has a ``user_scope`` policy (``FORCE``d, so it binds the
 owner too): a connection sees and writes only the rows of the user named in its
@@ -131,8 +133,9 @@ def has_pgvector(cur: Cursor) -> bool:
     return cur.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is not None
 
 
-TABLES = ("turns", "turn_terms", "turn_blocks", "block_terms", "term_stats", "turn_events",
-          "turn_vectors")
+_FIRST_TABLES = ("turns", "turn_terms", "turn_blocks", "block_terms", "term_stats",
+                 "turn_events", "turn_vectors")
+TABLES = (*_FIRST_TABLES, "turn_words")
 """The turn index's tables (all under row-level security)."""
 
 _M001 = """
@@ -211,12 +214,12 @@ def m002_turn_vectors(cur: Cursor, schema: sql.Identifier) -> None:
 
 def m003_row_security(cur: Cursor, schema: sql.Identifier) -> None:
     """Row-level security on every table (see the module docstring)."""
-    enable_row_security(cur, schema, TABLES)
+    enable_row_security(cur, schema, _FIRST_TABLES)
 
 
 def m004_read_all(cur: Cursor, schema: sql.Identifier) -> None:
     """The admin read of every user's rows (:data:`READ_ALL_SETTING`), ``SELECT`` only."""
-    enable_read_all(cur, schema, TABLES)
+    enable_read_all(cur, schema, _FIRST_TABLES)
 
 
 def m005_vectors_by_user(cur: Cursor, schema: sql.Identifier) -> None:
@@ -225,12 +228,24 @@ def m005_vectors_by_user(cur: Cursor, schema: sql.Identifier) -> None:
                         ).format(s=schema))
 
 
+def m006_turn_words(cur: Cursor, schema: sql.Identifier) -> None:
+    """Each user's vocabulary: every word of the user's turns and its float32 vector by
+    model (query expansion, :mod:`.expand`), under row-level security like the rest."""
+    cur.execute(sql.SQL(
+        "CREATE TABLE {s}.turn_words (user_id text NOT NULL, model text NOT NULL,"
+        " word text NOT NULL, vec bytea NOT NULL, PRIMARY KEY (user_id, model, word))"
+    ).format(s=schema))
+    enable_row_security(cur, schema, ("turn_words",))
+    enable_read_all(cur, schema, ("turn_words",))
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_turns", m001_turns),
     ("m002_turn_vectors", m002_turn_vectors),
     ("m003_row_security", m003_row_security),
     ("m004_read_all", m004_read_all),
     ("m005_vectors_by_user", m005_vectors_by_user),
+    ("m006_turn_words", m006_turn_words),
 ]
 
 
