@@ -60,6 +60,7 @@ _PROJECT = re.compile(
     r"\b(?:project|repo|repository|app|library)\s+([A-Z][\w.-]+|[\w.-]+-[\w.-]+)|"
     r"\b([A-Z][\w.-]+)\s+(?:project|repo|app|library)\b"
 )
+_POSSESSIVE = re.compile(r"(?:'s|’s)$")
 _CAPS = re.compile(r"\b[A-Z][\w’'-]*(?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][\w’'-]*)*")
 
 
@@ -112,7 +113,7 @@ def _capitalised(text: str, taken: list[tuple[int, int]]) -> list[Entity]:
         if not words:
             continue
         name = " ".join(words)
-        name = re.sub(r"(?:'s|’s)$", "", name).strip("-’'")
+        name = _POSSESSIVE.sub("", name).strip("-’'")
         end = start + len(name) + 1
         if len(name) < 2 or _spans_taken(taken, start, end):
             continue

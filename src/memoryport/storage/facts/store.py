@@ -27,11 +27,13 @@ from memoryport.storage.facts import migrations, read, write
 from memoryport.storage.facts.connection import Connection
 from memoryport.storage.facts.records import (
     CATEGORIES,
+    FACT_COLUMNS,
     Contradiction,
     Fact,
     FactInput,
     Provenance,
     Revision,
+    fact_from_row,
 )
 from memoryport.storage.facts.text import content_hash
 from memoryport.storage.facts.triples import Triple
@@ -232,25 +234,25 @@ class FactStore:
                 before = self._require(conn, fact_id)
                 if not before.live:
                     raise ToolArgumentError(f"fact #{fact_id} is retired; add a new fact")
-                self._apply_update(conn, before, text, category, tags, trust_delta)
-                after = self._require(conn, fact_id)
+                after = self._apply_update(conn, before, text, category, tags, trust_delta)
                 write.revision(conn, fact_id, self.user_id, "update", actor=p.actor,
                                session_id=p.session_id, tool_call_id=p.message_id,
                                before=before, after=after)
+                full = read.with_entities(conn, [after])[0]
         except sqlite3.IntegrityError as exc:
             raise ToolArgumentError(
                 f"another live fact already says {content!r}; remove one of them instead"
             ) from exc
         except sqlite3.Error as exc:
             raise StoreError(f"could not update fact #{fact_id}: {exc}") from exc
-        return self._read(lambda c: read.with_entities(c, [after])[0])
+        return full
 
     def _apply_update(
         self, conn: Connection, before: Fact, text: str | None,
         category: str | None, tags: str | None, trust_delta: float | None,
-    ) -> None:
-        """One ``UPDATE`` of the row (the index triggers fire once, and only when the
-        content or tags are set); new content also re-links the entities."""
+    ) -> Fact:
+        """One ``UPDATE`` of the row, which returns it (the index triggers fire once, and
+        only when the content or tags are set); new content also re-links the entities."""
         trust = min(1.0, max(0.0, before.trust_score + (trust_delta or 0.0)))
         sets = "category = ?, trust_score = ?, updated_at = ?"
         values: list[Any] = [category or before.category, trust, time.time()]
@@ -265,10 +267,12 @@ class FactStore:
                      " qualifier = ?, value = ?, negated = ?")
             values += [new_text, content_hash(new_text), t.subject, t.relation, t.qualifier,
                        t.value, int(t.negated)]
-        conn.execute(f"UPDATE facts SET {sets} WHERE id = ?", (*values, before.id))
+        rows = conn.execute(f"UPDATE facts SET {sets} WHERE id = ? RETURNING {FACT_COLUMNS}",
+                            (*values, before.id)).fetchall()
         if new_text is not None:
             conn.execute("DELETE FROM fact_entities WHERE fact_id = ?", (before.id,))
             write.link_entities(conn, self.user_id, before.id, new_text, triple)
+        return fact_from_row(rows[0])
 
     def remove(self, fact_id: int, *, provenance: Provenance | None = None) -> bool:
         """Retire a live fact (reason ``removed``); False when it was already retired."""
@@ -278,14 +282,15 @@ class FactStore:
             if not before.live:
                 return False
             now = time.time()
-            conn.execute(
+            rows = conn.execute(
                 "UPDATE facts SET retired_at = ?, retired_reason = 'removed',"
-                " valid_to = COALESCE(valid_to, ?), updated_at = ? WHERE id = ?",
+                f" valid_to = COALESCE(valid_to, ?), updated_at = ? WHERE id = ?"
+                f" RETURNING {FACT_COLUMNS}",
                 (now, now, now, fact_id),
-            )
+            ).fetchall()
             write.revision(conn, fact_id, self.user_id, "remove", actor=p.actor,
                            session_id=p.session_id, tool_call_id=p.message_id, before=before,
-                           after=self._require(conn, fact_id))
+                           after=fact_from_row(rows[0]))
         return True
 
     def feedback(
