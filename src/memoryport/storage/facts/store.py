@@ -284,7 +284,7 @@ class FactStore:
             now = time.time()
             rows = conn.execute(
                 "UPDATE facts SET retired_at = ?, retired_reason = 'removed',"
-                f" valid_to = COALESCE(valid_to, ?), updated_at = ? WHERE id = ?"
+                " valid_to = COALESCE(valid_to, ?), updated_at = ? WHERE id = ?"
                 f" RETURNING {FACT_COLUMNS}",
                 (now, now, now, fact_id),
             ).fetchall()
