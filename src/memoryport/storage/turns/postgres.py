@@ -190,7 +190,7 @@ class PostgresTurnIndex(base.TurnIndex):
                     None if vecs is None else [vecs[n] for n in picked])
             for n, turn_id in zip(mine, self._run(insert, "write", scope), strict=True):
                 out[n] = turn_id
-            self._vocabs.pop(scope, None)  # its words changed: reloaded by the next search
+            postgres_expand.remember(self, scope)  # its new words, once committed
         return out
 
     def _insert_scope(self, cur: Cursor, user: str, turns: list[base.TurnInput],
@@ -298,7 +298,7 @@ class PostgresTurnIndex(base.TurnIndex):
                     f" VALUES (%s, %s, %s, {cast})"), [(i, user, m, v) for i, m, v in vecs])
             return len(ids)
         added = self._run(load, "load", user)
-        self._vocabs.pop(user, None)
+        postgres_expand.remember(self, user)
         return added
 
     def _vec_param(self, vector: array[float]) -> object:

@@ -4,8 +4,8 @@ The SQLite index's background writer embeds each word of the stored turns
 (:mod:`.expand`); here the words of a scope's new turns are embedded in the turn's own
 write transaction (as the turns' vectors are) and kept per user in ``turn_words`` (under
 row-level security: a user's vocabulary, like its turns, is visible to that user only).
-A search loads its scope's words once (:class:`.expand.Vocabulary`, dropped when the
-scope's turns change here), picks the expansion terms with :func:`.expand.terms`, and
+A search loads its scope's words once (:class:`.expand.Vocabulary`; the words a write
+here adds join it once committed), picks the expansion terms with :func:`.expand.terms`, and
 scores each turn holding a term by cosine times the term's BM25 idf from the scope's own
 postings (``turn_terms``, the terms cut by FTS5's tokenizer, :mod:`.postgres_terms`): the
 numbers SQLite's FTS5 lookups give for a store of one user.
@@ -25,7 +25,7 @@ from memoryport.storage.turns import expand, vectors
 from memoryport.storage.turns.postgres_query import COLUMNS
 from memoryport.storage.turns.postgres_terms import phrase_terms
 
-__all__ = ["candidates", "store_words"]
+__all__ = ["candidates", "remember", "store_words"]
 
 _NP: Any = importlib.import_module("numpy") if importlib.util.find_spec("numpy") else None
 
@@ -50,6 +50,24 @@ def store_words(index: Any, cur: Cursor[Any], user: str, texts: Iterable[str]) -
         "INSERT INTO {s}.turn_words(user_id, model, word, vec) SELECT %s, %s, *"
         " FROM unnest(%s::text[], %s::bytea[]) ON CONFLICT DO NOTHING"),
         (user, name, new, blobs))
+    stale = getattr(index._local, "new_words", [])  # a failed write's: never committed
+    index._local.new_words = [*(p for p in stale if p[0] != user),
+                              *((user, w, b) for w, b in zip(new, blobs, strict=True))]
+
+
+def remember(index: Any, scope: str) -> None:
+    """Add the words this thread's committed write stored for ``scope`` to its vocabulary
+    in memory, if loaded (a search then needs no reload)."""
+    pending: list[tuple[str, str, bytes]] = getattr(index._local, "new_words", [])
+    index._local.new_words = [p for p in pending if p[0] != scope]
+    with index._lock:
+        held: expand.Vocabulary | None = index._vocabs.get(scope)
+        if held is None:
+            return
+        for user, word, blob in pending:
+            if user == scope:
+                held.add(word, blob)
+                held.occurs(scope, word)
 
 
 def _vocabulary(index: Any, scope: str, dim: int) -> expand.Vocabulary:
