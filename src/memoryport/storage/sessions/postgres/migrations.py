@@ -8,7 +8,8 @@ a new one at the end.
 
 Several machines may open the same store at once, so every migration transaction
 first takes a database-wide advisory lock and re-reads ``_migrations`` under it: the
-first process migrates, the others wait and then find nothing to do.
+first process migrates, the others wait and then find nothing to do (the ledger:
+:mod:`memoryport.storage.postgres_ledger`).
 
 Schema notes (the PostgreSQL twin of the SQLite layout):
 
@@ -30,8 +31,7 @@ Schema notes (the PostgreSQL twin of the SQLite layout):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -39,6 +39,7 @@ from psycopg import sql
 
 from memoryport.errors import MigrationError
 from memoryport.storage import search_lexemes
+from memoryport.storage.postgres_ledger import SchemaLedger, ensure_ledger, recorded
 from memoryport.storage.search_lexemes import SEARCH_FOLD
 from memoryport.storage.sessions import migrate as runner
 from memoryport.storage.sessions.temporal import event_rows
@@ -66,8 +67,6 @@ Cursor = psycopg.Cursor[Any]
 Migration = Callable[[Cursor, sql.Identifier], None]
 
 MIGRATIONS: list[tuple[str, Migration]] = []
-
-_LOCK_KEY = 0x6D656D706F7274  # "memport": one advisory lock for all memoryport migrations
 
 CJK_REGEX = (
     "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002a6df]"
@@ -505,82 +504,14 @@ def ensure_trigram_index(cur: Cursor, schema: sql.Identifier) -> bool:
 # ---------------------------------------------------------------------------- runner
 
 
-def _ensure_table(conn: psycopg.Connection[Any], schema: sql.Identifier) -> None:
-    """Create the schema and ``_migrations`` unless present (a role without ``CREATE``
-    on the database can open a store that is already set up)."""
-    ledger = sql.SQL("{s}._migrations").format(s=schema).as_string(conn)
-    if conn.execute("SELECT to_regclass(%s)", (ledger,)).fetchone() not in (None, (None,)):
-        return
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {s}").format(s=schema))
-        conn.execute(
-            sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {s}._migrations "
-                "(name text PRIMARY KEY, applied_at double precision NOT NULL)"
-            ).format(s=schema)
-        )
-
-
-class _Ledger:
-    """The PostgreSQL side of the shared runner: an advisory lock per transaction."""
-
-    def __init__(self, conn: psycopg.Connection[Any], schema: sql.Identifier) -> None:
-        self._conn = conn
-        self._schema = schema
-        self._cur: Cursor | None = None
-
-    def done(self) -> set[str]:
-        rows = self._conn.execute(
-            sql.SQL("SELECT name FROM {s}._migrations").format(s=self._schema)
-        )
-        return {row[0] for row in rows}
-
-    @contextmanager
-    def transaction(self, name: str) -> Iterator[None]:
-        try:
-            with self._conn.transaction(), self._conn.cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-                cur.execute("SELECT set_config(%s, '*', true)", (SCOPE_SETTING,))
-                self._cur = cur
-                yield
-        except psycopg.Error as exc:
-            raise runner.failed(name, exc) from exc
-        finally:
-            self._cur = None
-
-    def _cursor(self) -> Cursor:
-        if self._cur is None:
-            raise MigrationError("a migration step ran outside its transaction")
-        return self._cur
-
-    def run(self, step: Migration) -> None:
-        step(self._cursor(), self._schema)
-
-    def record(self, name: str, applied_at: float) -> None:
-        self._cursor().execute(
-            sql.SQL("INSERT INTO {s}._migrations(name, applied_at) VALUES (%s, %s)").format(
-                s=self._schema
-            ),
-            (name, applied_at),
-        )
-
-
-def _done(conn: psycopg.Connection[Any], schema: str) -> set[str]:
-    ident = sql.Identifier(schema)
-    _ensure_table(conn, ident)
-    with conn.transaction():
-        return _Ledger(conn, ident).done()
-
-
 def applied(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     """Names of applied migrations, in the order they were defined."""
-    return runner.applied(MIGRATIONS, _done(conn, schema))
+    return runner.applied(MIGRATIONS, recorded(conn, schema))
 
 
 def pending(conn: psycopg.Connection[Any], schema: str) -> list[str]:
     """Names of migrations not yet applied."""
-    return runner.pending(MIGRATIONS, _done(conn, schema))
+    return runner.pending(MIGRATIONS, recorded(conn, schema))
 
 
 def migrate(
@@ -589,12 +520,14 @@ def migrate(
     """Create ``schema`` if needed and apply pending migrations; return the names applied.
 
     ``conn`` must be in autocommit mode. Each migration and its ``_migrations`` record
-    commit together under the advisory lock; a failure rolls that one back and raises
-    ``MigrationError``, leaving the schema at the last good migration.
+    commit together under the advisory lock (:mod:`memoryport.storage.postgres_ledger`);
+    a failure rolls that one back and raises ``MigrationError``, leaving the schema at
+    the last good migration.
     """
     ident = sql.Identifier(schema)
     try:
-        _ensure_table(conn, ident)
+        ensure_ledger(conn, ident)
     except psycopg.Error as exc:
         raise MigrationError(f"cannot prepare schema {schema!r}: {exc}") from exc
-    return runner.migrate(MIGRATIONS, _Ledger(conn, ident), stop_before=stop_before)
+    ledger = SchemaLedger(conn, ident, SCOPE_SETTING)
+    return runner.migrate(MIGRATIONS, ledger, stop_before=stop_before)
