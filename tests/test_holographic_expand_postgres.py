@@ -1,7 +1,7 @@
 """Query expansion on the PostgreSQL turn index: the same terms and scores as SQLite's.
 
-The words of a user's turns are embedded in the turn's write transaction and kept per
-user (``turn_words``, under row-level security); a query expands only through its own
+The words of a user's turns are embedded by the index's background writer, stored in
+the transaction of the turns' vectors and kept per user (``turn_words``, under row-level security); a query expands only through its own
 user's words, and each turn's ``expand`` score is SQLite's (cosine times the scope's BM25
 idf). Real server (tests/pgserver.py), real SQLite file, the ``Embedder`` of
 ``test_holographic_expand_scope`` (no model needed).
@@ -43,12 +43,15 @@ def test_expansion_scores_as_on_sqlite_and_stays_in_scope(
     assert set(alone) == {"B:4"}
     with PostgresTurnIndex(pg_server.uri, schema=schema, embedder=DirectionEmbedder()) as pg:
         pg.add_turns(_alice())
+        assert pg.flush_vectors(30)  # words are embedded in the background, as on SQLite
         assert _bob_view(pg) == {}  # Bob has no turns yet: nothing expands
         pg.add_turns(_bob())
+        assert pg.flush_vectors(30)
         assert _bob_view(pg) == pytest.approx(alone, rel=1e-6)
         assert "B:4" in [h.source_id for h in pg.search(QUESTION, limit=3, user_id="bob")]
         pg.add_turns([TurnInput("b4", "Bob", "My ukulele is out of tune.", 0.0, "B:6", "bob")])
-        assert set(_bob_view(pg)) == {"B:4", "B:6"}  # a new word of Bob's expands at once
+        assert pg.flush_vectors(30)
+        assert set(_bob_view(pg)) == {"B:4", "B:6"}  # a new word of Bob's, once written
     with PostgresTurnIndex(pg_server.uri, schema=schema, embedder=DirectionEmbedder()) as pg:
         assert set(_bob_view(pg)) == {"B:4", "B:6"}  # read back from the server
     with psycopg.connect(pg_server.uri) as conn:

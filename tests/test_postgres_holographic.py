@@ -188,14 +188,16 @@ class TopicEmbedder:
 
 def test_dense_vectors_score_as_on_sqlite(tmp_path: Path, pg_server: pgserver.PgServer,
                                           schema: str) -> None:
-    """With an embedder, vectors are stored with the turn (pgvector's ``vector`` when the
-    server has it, as this one does) and the ``dense`` signal equals SQLite's."""
+    """With an embedder, vectors are stored by the background writer (pgvector's
+    ``vector`` when the server has it, as this one does) and the ``dense`` signal equals
+    SQLite's."""
     turns = _conversation()[:60]
     with TurnIndex(tmp_path / "v.db", embedder=TopicEmbedder()) as lite, \
             PostgresTurnIndex(pg_server.uri, schema=schema, embedder=TopicEmbedder()) as pg:
         lite.add_turns(turns)
         pg.add_turns(turns)
-        assert lite.flush_vectors(60)  # SQLite writes vectors in the background
+        assert lite.flush_vectors(60)  # both write vectors in the background
+        assert pg.flush_vectors(60)
         expanded = False
         for query in ("what did the kids paint", "where did they camp"):
             rows_l, parts_l = lite.candidates(query)

@@ -66,6 +66,7 @@ def test_bytea_vectors_rank_as_on_sqlite(tmp_path: Path, plain_server: pgserver.
             lite.add_turns(_turns())
             pg.add_turns(_turns())
             assert lite.flush_vectors(60)
+            assert pg.flush_vectors(60)  # both write vectors in the background
             expanded = False
             for query in ("what did the kids paint", "where did they camp", "evening"):
                 rows_l, parts_l = lite.candidates(query)

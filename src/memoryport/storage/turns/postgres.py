@@ -34,6 +34,13 @@ from memoryport.storage.turns import index as base
 from memoryport.storage.turns import postgres_schema as pgschema
 from memoryport.storage.turns.postgres_query import COLUMNS, ranked
 from memoryport.storage.turns.postgres_terms import phrase_terms, terms
+from memoryport.storage.turns.postgres_vectors import (
+    VectorCache,
+    VectorWriter,
+    float4_array,
+    read_vectors,
+    store_vectors,
+)
 from memoryport.storage.turns.rank import Weights
 from memoryport.storage.turns.schema import BLOCK_TURNS
 
@@ -94,6 +101,8 @@ class PostgresTurnIndex(base.TurnIndex):
         self.path = Path(describe_dsn(dsn))  # where the turns are, for messages
         self._local = threading.local()  # this thread's search: its scope and prefetched rows
         self._vocabs: dict[str, expand.Vocabulary] = {}  # scope -> its words' vectors
+        self._vcache = VectorCache()  # turn vectors read or written here
+        self._vector_writer: VectorWriter | None = None
         self._closed = False
         self._s = sql.Identifier(schema)
         self._search = ranked(self._s)
@@ -106,6 +115,8 @@ class PostgresTurnIndex(base.TurnIndex):
             pgschema.migrate(self._pg, schema)
             self._current: str | None = None  # the scope the connection is set to
             self._vector_type = self._run(self._vec_type, "open")
+            if self.embedder is not None:
+                self._vector_writer = VectorWriter(self)
         except (psycopg.Error, StoreError) as exc:
             self._pg.close()
             raise StoreError(f"cannot open the turn index on {self.path}: {exc}") from exc
@@ -160,7 +171,10 @@ class PostgresTurnIndex(base.TurnIndex):
         return str(row[0]) if row else "bytea"
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection (idempotent); the vector writer stops after its batch
+        (turns it leaves without a vector are back-filled by the next process)."""
+        if self._vector_writer is not None:
+            self._vector_writer.stop()
         with self._lock:
             self._closed = True
             self._pg.close()
@@ -174,11 +188,11 @@ class PostgresTurnIndex(base.TurnIndex):
 
     # ------------------------------------------------------------------ writes
     def add_turns(self, turns: Sequence[base.TurnInput]) -> list[int]:
-        """Store ``turns`` in one transaction (see :meth:`TurnIndex.add_turns`)."""
+        """Store ``turns`` in one transaction (see :meth:`TurnIndex.add_turns`); their
+        vectors and words are written by the background writer (:mod:`.postgres_vectors`)."""
         checked = [base._check(t, i) for i, t in enumerate(turns)]
         if not checked:
             return []
-        vecs = self.embedder.embed([t.text for t in checked]) if self.embedder else None
         counted = terms([base._body(t.speaker, t.text) for t in checked])
         out = [0] * len(checked)
         for scope in dict.fromkeys(base._scope(t.user_id) for t in checked):
@@ -186,15 +200,21 @@ class PostgresTurnIndex(base.TurnIndex):
 
             def insert(cur: Cursor, user: str = scope, picked: list[int] = mine) -> list[int]:
                 return self._insert_scope(
-                    cur, user, [checked[n] for n in picked], [counted[n] for n in picked],
-                    None if vecs is None else [vecs[n] for n in picked])
+                    cur, user, [checked[n] for n in picked], [counted[n] for n in picked])
             for n, turn_id in zip(mine, self._run(insert, "write", scope), strict=True):
                 out[n] = turn_id
-            postgres_expand.remember(self, scope)  # its new words, once committed
+            if self._vector_writer is not None:  # committed: embedded off the turn's path
+                self._vector_writer.added(scope, {out[n]: checked[n].text for n in mine})
         return out
 
+    def flush_vectors(self, timeout: float | None = None) -> bool:
+        """Wait until every turn stored (or back-filled) by this index has its vector and
+        its words (True), or ``timeout`` seconds passed (False); True at once without an
+        embedder."""
+        return self._vector_writer is None or self._vector_writer.flush(timeout)
+
     def _insert_scope(self, cur: Cursor, user: str, turns: list[base.TurnInput],
-                      counted: list[Counter[str]], vecs: list[array[float]] | None) -> list[int]:
+                      counted: list[Counter[str]]) -> list[int]:
         """Insert one user's turns, their postings, blocks, statistics, events, vectors
         (after the user's write lock: positions are read, then written)."""
         pgschema.lock_user(cur, pgschema.TURNS_LOCK, user)
@@ -221,11 +241,11 @@ class PostgresTurnIndex(base.TurnIndex):
             [list(col) for col in zip(*rows, strict=True)]).fetchall()
         by_key = {(session, position): int(i) for session, position, i in found}
         ids = [by_key[(r[1], r[2])] for r in rows]
-        return self._index_rows(cur, user, turns, counted, vecs, rows, ids)
+        return self._index_rows(cur, user, turns, counted, rows, ids)
 
     def _index_rows(self, cur: Cursor, user: str, turns: list[base.TurnInput],
-                    counted: list[Counter[str]], vecs: list[array[float]] | None,
-                    rows: list[tuple[Any, ...]], ids: list[int]) -> list[int]:
+                    counted: list[Counter[str]], rows: list[tuple[Any, ...]], ids: list[int]
+                    ) -> list[int]:
         post = [(term, turn_id, tf, row[9]) for turn_id, bag, row
                 in zip(ids, counted, rows, strict=True) for term, tf in bag.items()]
         if post:
@@ -240,14 +260,6 @@ class PostgresTurnIndex(base.TurnIndex):
             cur.executemany(self._q(
                 "INSERT INTO {s}.turn_events(user_id, turn_id, start_at, end_at, precision,"
                 " words) VALUES (%s, %s, %s, %s, %s, %s)"), events)
-        if vecs is not None and self.embedder is not None:
-            cast = "%s::real[]::vector" if self._vector_type.startswith("vector") else "%s"
-            cur.executemany(self._q(
-                "INSERT INTO {s}.turn_vectors(turn_id, user_id, model, vec)"
-                f" VALUES (%s, %s, %s, {cast})"),
-                [(i, user, self.embedder.name, self._vec_param(v))
-                 for i, v in zip(ids, vecs, strict=True)])
-        postgres_expand.store_words(self, cur, user, [t.text for t in turns])
         self._add_blocks(cur, user, rows, counted)
         return ids
 
@@ -269,6 +281,9 @@ class PostgresTurnIndex(base.TurnIndex):
         made = (self.embedder.embed([turns[n].text for n in missing])
                 if self.embedder is not None and missing else [])
         fresh = dict(zip(missing, made, strict=False))
+        words = postgres_expand.new_words(self, user, [t.text for t in turns])
+        word_blobs = ([vectors.encode(v) for v in self.embedder.embed(words)]
+                      if self.embedder is not None and words else [])
 
         def load(cur: Cursor) -> int:
             pgschema.lock_user(cur, pgschema.TURNS_LOCK, user)
@@ -286,23 +301,19 @@ class PostgresTurnIndex(base.TurnIndex):
                 [list(col) for col in zip(*rows, strict=True)]).fetchall()
             by_position = {int(p): int(i) for p, i in found}
             ids = [by_position[r[2]] for r in rows]
-            self._index_rows(cur, user, checked, counted, None, rows, ids)
-            vecs = [(i, t.vector[0], self._vec_param(vectors.decode(t.vector[1])))
+            self._index_rows(cur, user, checked, counted, rows, ids)
+            vecs = [(i, t.vector[0], t.vector[1])
                     for i, t in zip(ids, turns, strict=True) if t.vector is not None]
             name = self.embedder.name if self.embedder is not None else ""
-            vecs += [(ids[n], name, self._vec_param(v)) for n, v in fresh.items()]
-            if vecs:
-                cast = "%s::real[]::vector" if self._vector_type.startswith("vector") else "%s"
-                cur.executemany(self._q(
-                    "INSERT INTO {s}.turn_vectors(turn_id, user_id, model, vec)"
-                    f" VALUES (%s, %s, %s, {cast})"), [(i, user, m, v) for i, m, v in vecs])
+            vecs += [(ids[n], name, vectors.encode(v)) for n, v in fresh.items()]
+            store_vectors(self, cur, user, vecs)
+            postgres_expand.insert_words(self, cur, user, words, word_blobs)
             return len(ids)
         added = self._run(load, "load", user)
-        postgres_expand.remember(self, user)
+        if added:
+            with self._lock:
+                postgres_expand.remember(self, user, words, word_blobs)
         return added
-
-    def _vec_param(self, vector: array[float]) -> object:
-        return list(vector) if self._vector_type.startswith("vector") else vectors.encode(vector)
 
     def _add_stats(self, cur: Cursor, user: str, kind: str, docs: int, tokens: int) -> None:
         cur.execute(self._q(
@@ -446,15 +457,16 @@ class PostgresTurnIndex(base.TurnIndex):
             if self._vector_type.startswith("vector"):
                 nearest = [int(r[0]) for r in self._read(lambda c: c.execute(self._q(
                     "SELECT turn_id FROM {s}.turn_vectors WHERE user_id = %s AND model = %s"
-                    " AND vector_dims(vec) = %s ORDER BY vec <#> %s::real[]::vector, turn_id"
-                    " LIMIT %s"), (scope, name, len(qvec), list(qvec), vectors.DENSE_DEPTH)
+                    " AND vector_dims(vec) = %s ORDER BY vec <#> %s::vector, turn_id"
+                    " LIMIT %s"), (scope, name, len(qvec), float4_array(qvec),
+                                   vectors.DENSE_DEPTH)
                 ).fetchall(), scope)]
             else:
                 stored = self._read(lambda c: c.execute(self._q(
                     "SELECT turn_id, vec FROM {s}.turn_vectors WHERE user_id = %s"
                     " AND model = %s ORDER BY turn_id"), (scope, name)).fetchall(), scope)
                 cos = [sum(a * b for a, b in zip(qvec, vec, strict=True))
-                       if len(vec := self._decode(v)) == len(qvec) else -2.0
+                       if len(vec := vectors.decode(bytes(v))) == len(qvec) else -2.0
                        for _, v in stored]
                 order = sorted(range(len(stored)), key=lambda n: (-cos[n], stored[n][0]))
                 nearest = [int(stored[n][0]) for n in order[:vectors.DENSE_DEPTH]]
@@ -468,22 +480,18 @@ class PostgresTurnIndex(base.TurnIndex):
         return rows + [found[i] for i in extra if i in found]
 
     def _dense(self, query: str, rows: list[_Row]) -> list[float]:
+        """The ``dense`` signal (see :meth:`TurnIndex._dense`): the candidates' vectors
+        from memory, those not held read in binary (and kept)."""
         if self.embedder is None or not rows:
             return [0.0] * len(rows)
         qvec = self._query_vector(query)
         scope: str = self._local.scope
-        column = "vec::real[]" if self._vector_type.startswith("vector") else "vec"
-        with self._lock:
-            stored = dict(self._read(lambda c: c.execute(self._q(
-                f"SELECT turn_id, {column} FROM {{s}}.turn_vectors WHERE user_id = %s"
-                " AND model = %s AND turn_id = ANY(%s)"),
-                (scope, self.embedder.name if self.embedder else "", [r[0] for r in rows])
-            ).fetchall(), scope))
-        found = [stored.get(r[0]) for r in rows]
-        return vectors.dense_scores(qvec, [None if v is None else self._decode(v) for v in found])
-
-    @staticmethod
-    def _decode(value: object) -> array[float]:
-        if isinstance(value, (bytes, memoryview)):
-            return vectors.decode(bytes(value))
-        return array("f", [float(x) for x in value]) if isinstance(value, list) else array("f")
+        if self._vector_writer is not None:
+            self._vector_writer.touch(scope)  # back-fill the scope once per process
+        ids = [r[0] for r in rows]
+        held = self._vcache.get(ids)
+        if len(held) < len(ids):
+            with self._lock:
+                held.update(read_vectors(self, scope, [i for i in ids if i not in held]))
+        return vectors.dense_scores(qvec, [None if (b := held.get(i)) is None
+                                           else vectors.decode(b) for i in ids])

@@ -1,14 +1,16 @@
 """Query expansion on the PostgreSQL turn index: the same ``expand`` signal as SQLite's.
 
 The SQLite index's background writer embeds each word of the stored turns
-(:mod:`.expand`); here the words of a scope's new turns are embedded in the turn's own
-write transaction (as the turns' vectors are) and kept per user in ``turn_words`` (under
-row-level security: a user's vocabulary, like its turns, is visible to that user only).
-A search loads its scope's words once (:class:`.expand.Vocabulary`; the words a write
-here adds join it once committed), picks the expansion terms with :func:`.expand.terms`, and
-scores each turn holding a term by cosine times the term's BM25 idf from the scope's own
-postings (``turn_terms``, the terms cut by FTS5's tokenizer, :mod:`.postgres_terms`): the
-numbers SQLite's FTS5 lookups give for a store of one user.
+(:mod:`.expand`); here the index's vector writer (:mod:`.postgres_vectors`) embeds the
+words of a batch of turns the user lacks (:func:`new_words`) and stores them with the
+turns' vectors, in one transaction (:func:`insert_words`), per user in ``turn_words``
+(under row-level security: a user's vocabulary, like its turns, is visible to that user
+only). A search loads its scope's words once (:class:`.expand.Vocabulary`; the words a
+writer here adds join it once committed, :func:`remember`), picks the expansion terms
+with :func:`.expand.terms`, and scores each turn holding a term by cosine times the
+term's BM25 idf from the scope's own postings (``turn_terms``, the terms cut by FTS5's
+tokenizer, :mod:`.postgres_terms`): the numbers SQLite's FTS5 lookups give for a store
+of one user.
 """
 
 from __future__ import annotations
@@ -21,53 +23,50 @@ from typing import Any
 
 from psycopg import Cursor
 
-from memoryport.storage.turns import expand, vectors
+from memoryport.storage.turns import expand
 from memoryport.storage.turns.postgres_query import COLUMNS
 from memoryport.storage.turns.postgres_terms import phrase_terms
 
-__all__ = ["candidates", "remember", "store_words"]
+__all__ = ["candidates", "insert_words", "new_words", "remember"]
 
 _NP: Any = importlib.import_module("numpy") if importlib.util.find_spec("numpy") else None
 
 
-def store_words(index: Any, cur: Cursor[Any], user: str, texts: Iterable[str]) -> None:
-    """Embed and store the words of ``texts`` that ``user``'s vocabulary lacks (in the
-    caller's transaction; nothing without an embedder)."""
+def new_words(index: Any, user: str, texts: Iterable[str]) -> list[str]:
+    """The words of ``texts`` (:func:`.expand.words_of`) that ``user``'s vocabulary lacks,
+    sorted (one read; none without an embedder)."""
     if index.embedder is None:
-        return
-    name = index.embedder.name
+        return []
     words = sorted(set().union(*(expand.words_of(t) for t in texts)))
     if not words:
-        return
-    have = {r[0] for r in cur.execute(index._q(
-        "SELECT word FROM {s}.turn_words WHERE user_id = %s AND model = %s"
-        " AND word = ANY(%s)"), (user, name, words))}
-    new = [w for w in words if w not in have]
-    if not new:
-        return
-    blobs = [vectors.encode(v) for v in index.embedder.embed(new)]
-    cur.execute(index._q(
-        "INSERT INTO {s}.turn_words(user_id, model, word, vec) SELECT %s, %s, *"
-        " FROM unnest(%s::text[], %s::bytea[]) ON CONFLICT DO NOTHING"),
-        (user, name, new, blobs))
-    stale = getattr(index._local, "new_words", [])  # a failed write's: never committed
-    index._local.new_words = [*(p for p in stale if p[0] != user),
-                              *((user, w, b) for w, b in zip(new, blobs, strict=True))]
-
-
-def remember(index: Any, scope: str) -> None:
-    """Add the words this thread's committed write stored for ``scope`` to its vocabulary
-    in memory, if loaded (a search then needs no reload)."""
-    pending: list[tuple[str, str, bytes]] = getattr(index._local, "new_words", [])
-    index._local.new_words = [p for p in pending if p[0] != scope]
+        return []
     with index._lock:
-        held: expand.Vocabulary | None = index._vocabs.get(scope)
-        if held is None:
-            return
-        for user, word, blob in pending:
-            if user == scope:
-                held.add(word, blob)
-                held.occurs(scope, word)
+        have = {r[0] for r in index._read(lambda c: c.execute(index._q(
+            "SELECT word FROM {s}.turn_words WHERE user_id = %s AND model = %s"
+            " AND word = ANY(%s)"), (user, index.embedder.name, words)).fetchall(), user)}
+    return [w for w in words if w not in have]
+
+
+def insert_words(index: Any, cur: Cursor[Any], user: str, words: Sequence[str],
+                 blobs: Sequence[bytes]) -> None:
+    """Store ``words`` of ``user`` with their vectors (float32 bytes) in the caller's
+    transaction (a word another writer stored meanwhile is kept as it is)."""
+    if words:
+        cur.execute(index._q(
+            "INSERT INTO {s}.turn_words(user_id, model, word, vec) SELECT %s, %s, *"
+            " FROM unnest(%s::text[], %s::bytea[]) ON CONFLICT DO NOTHING"),
+            (user, index.embedder.name, list(words), list(blobs)))
+
+
+def remember(index: Any, scope: str, words: Sequence[str], blobs: Sequence[bytes]) -> None:
+    """Add ``words``, just committed for ``scope``, to its vocabulary in memory if it is
+    loaded (a search then needs no reload; caller holds the index's lock)."""
+    held: expand.Vocabulary | None = index._vocabs.get(scope)
+    if held is None:
+        return
+    for word, blob in zip(words, blobs, strict=True):
+        held.add(word, blob)
+        held.occurs(scope, word)
 
 
 def _vocabulary(index: Any, scope: str, dim: int) -> expand.Vocabulary:

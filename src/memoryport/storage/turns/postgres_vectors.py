@@ -1,0 +1,286 @@
+"""Dense vectors of the PostgreSQL turn index: off the turn's path, binary on the wire,
+kept in memory once read.
+
+* **Writing.** ``add_turns`` commits a turn without its vector and hands the turn to this
+  index's :class:`VectorWriter`, a background thread (as the SQLite index's
+  :class:`~.vectors.DenseIndex` writer): it embeds a batch of turns and the words of
+  theirs the user's vocabulary lacks (:mod:`.postgres_expand`) with no lock held and no
+  transaction open, then stores the vectors and the words in one transaction. So a turn
+  that has its vector has its words too, and a crash leaves turns without a vector,
+  never a vector without its turn. The first write or search of a user in a process
+  back-fills that user's turns left without a vector (a crash, an index opened without
+  the model, another host that stopped first); :meth:`VectorWriter.flush` waits for it.
+* **Wire.** Vectors go out as binary ``real[]`` (:func:`float4_array`, cast to ``vector``
+  when pgvector holds them) and come back as binary float32 (``vector_send`` for
+  pgvector's type, the ``bytea`` itself otherwise): no text formatting or parsing of 384
+  numbers per turn.
+* **Reading.** :class:`VectorCache` keeps each vector read or written by this process
+  (turn ids are unique, a stored vector never changes), so the ``dense`` signal of a
+  search is computed in memory and only turns this process has not seen are read.
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from collections.abc import Sequence
+from struct import Struct
+from typing import Any
+
+import psycopg
+from psycopg.abc import Buffer
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+
+from memoryport.errors import StoreError
+from memoryport.storage.postgres_wire import BinaryArray
+from memoryport.storage.turns import postgres_expand, vectors
+
+__all__ = ["BACKFILL_CHUNK", "VECTOR_CACHE", "VectorCache", "VectorWriter", "float4_array",
+           "read_vectors", "store_vectors"]
+
+VECTOR_CACHE = 100_000
+"""How many turn vectors an index keeps in memory (about 150 MB at MiniLM's 384
+dimensions; the older half is dropped when full)."""
+BACKFILL_CHUNK = 500
+"""Turn ids the writer checks for a missing vector per read when back-filling a user."""
+
+_HEAD = Struct(">iiiii").pack  # dimensions, has nulls, element oid, length, lower bound
+
+
+class _Float4Array(BinaryArray):
+    oid = 1021  # real[]
+
+
+class _Float4ArrayDumper(Dumper):
+    """Dumps a :class:`_Float4Array` unchanged (the bytes are the wire format)."""
+
+    format = Format.BINARY
+    oid = _Float4Array.oid
+
+    def dump(self, obj: Any) -> Buffer | None:
+        """The array's bytes."""
+        return bytes(obj)
+
+
+psycopg.adapters.register_dumper(_Float4Array, _Float4ArrayDumper)  # a private type only
+
+
+def float4_array(vector: array[float]) -> BinaryArray:
+    """``vector`` as a binary ``real[]`` (each element: its size, then big-endian float32)."""
+    wire = array("f", vector)
+    if wire.itemsize != 4:
+        raise ValueError("float32 vectors expected")
+    if _LITTLE:
+        wire.byteswap()
+    raw = wire.tobytes()
+    body = b"".join(_FOUR + raw[n:n + 4] for n in range(0, len(raw), 4))
+    return _Float4Array(_HEAD(1, 0, 700, len(vector), 1) + body)
+
+
+_FOUR = Struct(">i").pack(4)
+_LITTLE = array("H", [1]).tobytes()[0] == 1
+
+
+def _from_wire(value: bytes, pgvector: bool) -> bytes:
+    """A vector read in binary as float32 bytes in this machine's order (pgvector's
+    ``vector_send``: a 4-byte header, then big-endian floats; a ``bytea``: as stored)."""
+    if not pgvector:
+        return value
+    out = array("f")
+    out.frombytes(value[4:])
+    if _LITTLE:
+        out.byteswap()
+    return out.tobytes()
+
+
+class VectorCache:
+    """Turn vectors (float32 bytes) by turn id, at most :data:`VECTOR_CACHE` of them."""
+
+    def __init__(self, size: int = VECTOR_CACHE) -> None:
+        self.size = size
+        self._held: dict[int, bytes] = {}
+        self._lock = threading.Lock()
+
+    def put(self, found: dict[int, bytes]) -> None:
+        """Keep ``found`` (dropping the older half when full)."""
+        with self._lock:
+            if len(self._held) + len(found) > self.size:
+                keep = list(self._held.items())[len(self._held) // 2:]
+                self._held = dict(keep)
+            self._held.update(found)
+
+    def get(self, turn_ids: Sequence[int]) -> dict[int, bytes]:
+        """The held vectors of ``turn_ids``."""
+        with self._lock:
+            held = self._held
+            return {i: held[i] for i in turn_ids if i in held}
+
+
+def read_vectors(index: Any, scope: str, turn_ids: Sequence[int]) -> dict[int, bytes]:
+    """The stored vectors of ``turn_ids`` of ``scope`` (this index's model) in binary,
+    kept in the cache (caller holds the index's lock)."""
+    if not turn_ids:
+        return {}
+    pgvector = index._vector_type.startswith("vector")
+    column = "vector_send(vec)" if pgvector else "vec"
+    rows = index._read(lambda c: c.execute(index._q(
+        f"SELECT turn_id, {column} FROM {{s}}.turn_vectors WHERE user_id = %s"
+        " AND model = %s AND turn_id = ANY(%s)"),
+        (scope, index.embedder.name, list(turn_ids)), binary=True).fetchall(), scope)
+    found = {int(i): _from_wire(bytes(v), pgvector) for i, v in rows}
+    index._vcache.put(found)
+    return found
+
+
+def store_vectors(index: Any, cur: Any, user: str, vecs: Sequence[tuple[int, str, bytes]]
+                  ) -> None:
+    """Insert ``(turn id, model, float32 bytes)`` rows of ``user`` in the caller's
+    transaction; a turn that is gone (or has a vector of that model) is skipped."""
+    if not vecs:
+        return
+    if index._vector_type.startswith("vector"):
+        cur.executemany(index._q(
+            "INSERT INTO {s}.turn_vectors(turn_id, user_id, model, vec)"
+            " SELECT t.id, %s, %s, %s::vector FROM {s}.turns t WHERE t.id = %s"
+            " ON CONFLICT (turn_id) DO NOTHING"),
+            [(user, m, float4_array(vectors.decode(b)), i) for i, m, b in vecs])
+    else:
+        cur.executemany(index._q(
+            "INSERT INTO {s}.turn_vectors(turn_id, user_id, model, vec)"
+            " SELECT t.id, %s, %s, %s FROM {s}.turns t WHERE t.id = %s"
+            " ON CONFLICT (turn_id) DO NOTHING"), [(user, m, b, i) for i, m, b in vecs])
+
+
+class VectorWriter:
+    """The background writer of one :class:`~.postgres.PostgresTurnIndex` (see the module
+    docstring); uses the index's connection and lock only for single statements and the
+    write transaction, never while the model runs."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+        self._cond = threading.Condition()
+        self._queue: dict[str, dict[int, str]] = {}  # scope -> turn id -> text, to embed
+        self._backfill: dict[str, int] = {}  # scope -> last turn id checked
+        self._touched: set[str] = set()  # scopes back-filled (or being) by this process
+        self._busy = self._stopping = False
+        self._thread: threading.Thread | None = None
+        self.error = ""
+        """The last error of the writer ("" when none)."""
+
+    def added(self, scope: str, turns: dict[int, str]) -> None:
+        """Embed ``turns`` (id -> text) of ``scope``, just committed."""
+        with self._cond:
+            self._queue.setdefault(scope, {}).update(turns)
+        self.touch(scope)
+
+    def touch(self, scope: str) -> None:
+        """Back-fill ``scope`` once per process (its turns left without a vector)."""
+        with self._cond:
+            if self._stopping:
+                return
+            if scope not in self._touched:
+                self._touched.add(scope)
+                self._backfill[scope] = 0
+            elif not self._queue.get(scope):
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="memoryport-pg-vectors")
+                self._thread.start()
+            self._cond.notify_all()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every turn handed over (and every back-fill) is done; False when
+        ``timeout`` seconds passed first or the writer is stopped."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: self._stopping or not (self._busy or self._work()), timeout
+            ) and not self._stopping
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop after the current batch (what is left is back-filled later)."""
+        with self._cond:
+            self._stopping = True
+            thread = self._thread
+            self._cond.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _work(self) -> bool:
+        return any(self._queue.values()) or bool(self._backfill)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._stopping or self._work())
+                if self._stopping:
+                    self._busy = False
+                    self._cond.notify_all()
+                    return
+                self._busy = True
+                scope, batch, backfill = self._take()
+            try:
+                if backfill:
+                    batch = self._missing(scope)
+                if batch:
+                    self._write(scope, batch)
+            except (StoreError, ValueError, RuntimeError, OSError) as exc:
+                self.error = f"{type(exc).__name__}: {exc}"
+                with self._cond:  # left without vectors: back-filled at the next touch
+                    self._backfill.pop(scope, None)
+                    self._touched.discard(scope)
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+    def _take(self) -> tuple[str, dict[int, str], bool]:
+        """The next batch (caller holds the condition): queued turns first, in id order,
+        else a back-fill step."""
+        for scope, pending in self._queue.items():
+            if pending:
+                ids = sorted(pending)[:vectors.WRITE_BATCH]
+                return scope, {i: pending.pop(i) for i in ids}, False
+        scope = next(iter(self._backfill))
+        return scope, {}, True
+
+    def _missing(self, scope: str) -> dict[int, str]:
+        """The next turns of ``scope`` without a vector (back-fill), not queued."""
+        index = self.index
+        with self._cond:
+            upto = self._backfill.get(scope, 0)
+        with index._lock:
+            rows = index._read(lambda c: c.execute(index._q(
+                "SELECT t.id, t.text, EXISTS (SELECT 1 FROM {s}.turn_vectors v"
+                " WHERE v.turn_id = t.id AND v.model = %s) FROM {s}.turns t"
+                " WHERE t.user_id = %s AND t.id > %s ORDER BY t.id LIMIT %s"),
+                (index.embedder.name, scope, upto, BACKFILL_CHUNK)).fetchall(), scope)
+        with self._cond:
+            queued = self._queue.get(scope, {})
+            missing = {int(i): str(t) for i, t, has in rows if not has and int(i) not in queued}
+            ids = sorted(missing)[:vectors.WRITE_BATCH]
+            if len(rows) < BACKFILL_CHUNK and len(ids) == len(missing):
+                self._backfill.pop(scope, None)  # the last step of this scope
+            else:
+                self._backfill[scope] = ids[-1] if len(ids) < len(missing) else int(rows[-1][0])
+        return {i: missing[i] for i in ids}
+
+    def _write(self, scope: str, batch: dict[int, str]) -> None:
+        """Embed ``batch`` and its new words, then store both in one transaction."""
+        index = self.index
+        ids, texts = list(batch), list(batch.values())
+        words = postgres_expand.new_words(index, scope, texts)
+        blobs = [vectors.encode(v) for v in index.embedder.embed(
+            [vectors.turn_text("", t) for t in texts])]
+        word_blobs = [vectors.encode(v) for v in index.embedder.embed(words)] if words else []
+        name = index.embedder.name
+
+        def write(cur: Any) -> None:
+            store_vectors(index, cur, scope, [(i, name, b) for i, b in zip(ids, blobs,
+                                                                           strict=True)])
+            postgres_expand.insert_words(index, cur, scope, words, word_blobs)
+
+        with index._lock:
+            index._call(write, "vector write", scope, write=True)
+            index._vcache.put(dict(zip(ids, blobs, strict=True)))
+            postgres_expand.remember(index, scope, words, word_blobs)
