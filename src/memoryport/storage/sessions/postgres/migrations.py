@@ -435,13 +435,10 @@ _KEY_VIOLATION = (
 _SESSION_KEY = {
     "messages_session_check": (
         "AFTER INSERT ON {s}.messages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT",
-        "DECLARE ids text[] := ARRAY(SELECT DISTINCT session_id FROM new_rows); found bigint;"
-        " BEGIN PERFORM FROM {s}.sessions WHERE id = ANY(ids) FOR KEY SHARE;"
-        " GET DIAGNOSTICS found = ROW_COUNT; IF found < cardinality(ids) THEN "
-        + _KEY_VIOLATION.format(
-            missing="(SELECT i FROM unnest(ids) i WHERE NOT EXISTS"
-            " (SELECT 1 FROM {s}.sessions WHERE id = i) LIMIT 1)"
-        )
+        "DECLARE missing text; BEGIN SELECT d.session_id INTO missing FROM (SELECT DISTINCT"
+        " session_id FROM new_rows) d WHERE NOT EXISTS (SELECT FROM {s}.sessions WHERE id ="
+        " d.session_id FOR KEY SHARE) LIMIT 1; IF FOUND THEN "
+        + _KEY_VIOLATION.format(missing="missing")
         + "; END IF; RETURN NULL; END",
     ),
     "messages_session_moved": (
