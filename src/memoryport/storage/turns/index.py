@@ -26,7 +26,7 @@ from memoryport.storage.sessions.temporal import (
 )
 from memoryport.storage.sqlite_wal import enable_wal
 from memoryport.storage.timeexpr import has_time_words
-from memoryport.storage.turns import expand, schema, vectors
+from memoryport.storage.turns import expand, rank, schema, vectors
 from memoryport.storage.turns.rank import (
     DENSE_WEIGHTS,
     Components,
@@ -403,19 +403,22 @@ class TurnIndex:
         zeros = [0.0] * len(rows)
         windows = hint.windows
         keys = [(r[1], r[2]) for r in rows]  # (session, position), built once
+        speaker = [named[r[3]] for r in rows]
+        expanded_col = [expanded.get(r[0], 0.0) for r in rows] if expanded else zeros
         return rows, [
             [get_main(k, 0.0) for k in keys],
             [get_main((s, p - 1), 0.0) for s, p in keys],
             [get_main((s, p + 1), 0.0) for s, p in keys],
             [get_block((s, p // block_turns), 0.0) for s, p in keys],
-            [named[r[3]] for r in rows],
+            speaker,
             [1.0 if any(lo <= r[5] < hi for lo, hi in windows) else 0.0 for r in rows]
             if windows else zeros,
             [1.0 if r[7] else 0.0 for r in rows] if hint.intent else zeros,
             self._dense(dense_query, rows),
             [1.0 if r[0] in events else 0.0 for r in rows] if events else zeros,
             self._naming(words, rows),
-            [expanded.get(r[0], 0.0) for r in rows] if expanded else zeros,
+            expanded_col,
+            rank.listed_column(query, speaker, expanded_col) if expanded else zeros,
         ]
 
     @contextmanager
@@ -498,9 +501,7 @@ class TurnIndex:
             ).fetchall()
         return rows + found
 
-    def _dense(
-        self, query: str, rows: list[tuple[int, str, int, str, str, float, str, int]]
-    ) -> list[float]:
+    def _dense(self, query: str, rows: list[_Row]) -> list[float]:
         """The ``dense`` signal of each candidate row (all 0 without an embedder)."""
         dense = getattr(self, "_vectors", None)
         if dense is None or not rows:

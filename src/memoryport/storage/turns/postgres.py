@@ -32,6 +32,7 @@ from memoryport.storage.sessions.temporal import event_rows, has_temporal_expres
 from memoryport.storage.turns import expand, postgres_expand, vectors
 from memoryport.storage.turns import index as base
 from memoryport.storage.turns import postgres_schema as pgschema
+from memoryport.storage.turns.postgres_link import PgLink
 from memoryport.storage.turns.postgres_query import COLUMNS, ranked
 from memoryport.storage.turns.postgres_terms import phrase_terms, terms
 from memoryport.storage.turns.postgres_vectors import (
@@ -103,25 +104,23 @@ class PostgresTurnIndex(base.TurnIndex):
         self._vocabs: dict[str, expand.Vocabulary] = {}  # scope -> its words' vectors
         self._vcache = VectorCache()  # turn vectors read or written here
         self._vector_writer: VectorWriter | None = None
-        self._closed = False
         self._s = sql.Identifier(schema)
         self._search = ranked(self._s)
         check_connection(dsn)
         try:
-            self._pg = psycopg.connect(dsn, autocommit=True, application_name="memoryport")
+            self._link = PgLink(dsn, str(self.path), self._lock)
         except psycopg.Error as exc:
             raise StoreError(f"cannot open the turn index on {self.path}: {exc}") from exc
         try:
-            pgschema.migrate(self._pg, schema)
-            self._current: str | None = None  # the scope the connection is set to
+            pgschema.migrate(self._link.conn, schema)
             self._vector_type = self._run(self._vec_type, "open")
             if self.embedder is not None:
                 self._vector_writer = VectorWriter(self)
         except (psycopg.Error, StoreError) as exc:
-            self._pg.close()
+            self._link.close()
             raise StoreError(f"cannot open the turn index on {self.path}: {exc}") from exc
         except BaseException:
-            self._pg.close()
+            self._link.close()
             raise
 
     # ------------------------------------------------------------------ plumbing
@@ -134,34 +133,9 @@ class PostgresTurnIndex(base.TurnIndex):
             return self._call(fn, what, scope, write=True)
 
     def _call(self, fn: Callable[[Cursor], T], what: str, scope: str, *, write: bool) -> T:
-        """``fn`` with the connection scoped to ``scope``: a write in one transaction, a
-        read (one statement) as it is (the caller holds the lock).
-
-        The scope is a session setting, changed only when a call names another user, so
-        a read is one round trip; it is set outside any transaction, so no rollback can
-        undo it behind the cached value. A call that finds the connection broken (a
-        server restart, a dropped network) opens a new one; the call that broke it has
-        already raised ``StoreError`` (nothing is retried: a write's fate is the
-        server's)."""
-        if self._closed:
-            raise StoreError(f"the turn index on {self.path} is closed")
-        try:
-            if self._pg.broken or self._pg.closed:  # the server went away: reconnect
-                self._pg = psycopg.connect(self.dsn, autocommit=True,
-                                           application_name="memoryport")
-                self._current = None
-            if self._current != scope:
-                self._current = None
-                pgschema.set_scope(self._pg, scope)
-                self._current = scope
-            with self._pg.cursor() as cur:
-                if not write:
-                    return fn(cur)
-                # pipelined: statements whose results are not read go out together
-                with self._pg.pipeline(), self._pg.transaction():
-                    return fn(cur)
-        except psycopg.Error as exc:
-            raise StoreError(f"turn index {what} failed on {self.path}: {exc}") from exc
+        """``fn`` on the index's connection scoped to ``scope`` (:meth:`.PgLink.call`;
+        the caller holds the lock)."""
+        return self._link.call(fn, what, scope, write=write)
 
     def _vec_type(self, cur: Cursor) -> str:
         row = cur.execute(
@@ -175,9 +149,7 @@ class PostgresTurnIndex(base.TurnIndex):
         (turns it leaves without a vector are back-filled by the next process)."""
         if self._vector_writer is not None:
             self._vector_writer.stop()
-        with self._lock:
-            self._closed = True
-            self._pg.close()
+        self._link.close()
 
     def count(self, user_id: str | None = None) -> int:
         """How many turns are stored in ``user_id``'s scope."""
@@ -281,7 +253,7 @@ class PostgresTurnIndex(base.TurnIndex):
         made = (self.embedder.embed([turns[n].text for n in missing])
                 if self.embedder is not None and missing else [])
         fresh = dict(zip(missing, made, strict=False))
-        words = postgres_expand.new_words(self, user, [t.text for t in turns])
+        words = postgres_expand.new_words(self, self._link, user, [t.text for t in turns])
         word_blobs = ([vectors.encode(v) for v in self.embedder.embed(words)]
                       if self.embedder is not None and words else [])
 

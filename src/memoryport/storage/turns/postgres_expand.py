@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from psycopg import Cursor
 
 from memoryport.storage.turns import expand
+from memoryport.storage.turns.postgres_link import PgLink
 from memoryport.storage.turns.postgres_query import COLUMNS
 from memoryport.storage.turns.postgres_terms import phrase_terms
 
@@ -32,18 +32,19 @@ __all__ = ["candidates", "insert_words", "new_words", "remember"]
 _NP: Any = importlib.import_module("numpy") if importlib.util.find_spec("numpy") else None
 
 
-def new_words(index: Any, user: str, texts: Iterable[str]) -> list[str]:
+def new_words(index: Any, link: PgLink, user: str, texts: Iterable[str]) -> list[str]:
     """The words of ``texts`` (:func:`.expand.words_of`) that ``user``'s vocabulary lacks,
-    sorted (one read; none without an embedder)."""
+    sorted (one read on ``link``, which takes its lock; none without an embedder)."""
     if index.embedder is None:
         return []
     words = sorted(set().union(*(expand.words_of(t) for t in texts)))
     if not words:
         return []
-    with index._lock:
-        have = {r[0] for r in index._read(lambda c: c.execute(index._q(
+    with link.lock:
+        have = {r[0] for r in link.call(lambda c: c.execute(index._q(
             "SELECT word FROM {s}.turn_words WHERE user_id = %s AND model = %s"
-            " AND word = ANY(%s)"), (user, index.embedder.name, words)).fetchall(), user)}
+            " AND word = ANY(%s)"), (user, index.embedder.name, words)).fetchall(),
+            "read", user, write=False)}
     return [w for w in words if w not in have]
 
 
@@ -85,43 +86,48 @@ def _vocabulary(index: Any, scope: str, dim: int) -> expand.Vocabulary:
     return held
 
 
-def _scores(index: Any, scope: str, expansion: Sequence[tuple[str, float]]
-            ) -> dict[int, float]:
-    """As :func:`.expand.scores`, from the scope's postings (caller holds the lock)."""
-    stems = {word: phrase_terms(f'"{word}"') for word, _ in expansion}
-    wanted = sorted({s[0] for s in stems.values() if s})
-    if not wanted:
-        return {}
-
-    def read(cur: Cursor[Any]) -> tuple[int, list[tuple[str, int]]]:
-        total = cur.execute(index._q("SELECT count(*) FROM {s}.turns WHERE user_id = %s"),
-                            (scope,)).fetchone()
-        found = cur.execute(index._q(
-            "SELECT w.term, p.turn_id FROM unnest(%s::text[]) AS w(term) CROSS JOIN LATERAL"
-            " (SELECT turn_id FROM {s}.turn_terms WHERE user_id = %s AND term = w.term"
-            " LIMIT %s) p"), (wanted, scope, expand.COMMON + 1)).fetchall()
-        return int(total[0]) if total else 0, [(str(t), int(i)) for t, i in found]
-
-    total, found = index._read(read, scope)
-    by_term: dict[str, list[int]] = {}
-    for term, turn_id in found:
-        by_term.setdefault(term, []).append(turn_id)
-    out: dict[int, float] = {}
-    for word, sim in expansion:
-        ids = by_term.get(stems[word][0], []) if stems[word] else []
-        if not ids or len(ids) > expand.COMMON:
-            continue
-        weight = sim * math.log(1 + (total - len(ids) + 0.5) / (len(ids) + 0.5))
-        for turn_id in ids:
-            out[turn_id] = out.get(turn_id, 0.0) + weight
-    return out
+_SCORED = f"""
+    WITH x AS (
+        SELECT * FROM unnest(%(terms)s::text[], %(sims)s::float8[]) WITH ORDINALITY
+        AS x(term, sim, ord)
+    ), p AS (
+        SELECT w.term, p.turn_id FROM (SELECT DISTINCT term FROM x) w CROSS JOIN LATERAL (
+            SELECT turn_id FROM {{s}}.turn_terms WHERE user_id = %(user)s AND term = w.term
+            LIMIT %(common)s + 1) p
+    ), c AS (
+        SELECT term, count(*)::float8 AS n FROM p GROUP BY term HAVING count(*) <= %(common)s
+    ), n AS (
+        SELECT coalesce((SELECT docs FROM {{s}}.term_stats WHERE user_id = %(user)s
+            AND kind = 'turn'), 0)::float8 AS total
+    ), w AS (
+        SELECT x.ord, x.term, x.sim * ln(1::float8 + (n.total - c.n + 0.5::float8)
+            / (c.n + 0.5::float8)) AS weight FROM x JOIN c USING (term) CROSS JOIN n
+    ), sc AS (
+        SELECT p.turn_id, sum(w.weight ORDER BY w.ord) AS score
+        FROM w JOIN p USING (term) GROUP BY p.turn_id
+    ), top AS (
+        SELECT turn_id, score FROM sc ORDER BY score DESC, turn_id LIMIT %(depth)s
+    )
+    SELECT 0 AS kind, sc.turn_id, '', 0, '', '', 0::float8, '', 0, sc.score FROM sc
+        WHERE sc.turn_id = ANY(%(have)s)
+    UNION ALL
+    SELECT 1, {COLUMNS}, top.score FROM top CROSS JOIN LATERAL (
+        SELECT * FROM {{s}}.turns t WHERE t.id = top.turn_id LIMIT 1) t
+        WHERE NOT top.turn_id = ANY(%(have)s)
+"""
+"""The ``expand`` scores of the turns holding an expansion term, in one statement (as
+:func:`.expand.scores`: a term in more than :data:`.expand.COMMON` turns is skipped,
+each turn sums its terms' cosine times BM25 idf in the expansion's order, so the floats
+are Python's): the candidates' scores (kind 0) and the rows of the
+:data:`.expand.DEPTH` best turns that are not candidates yet (kind 1)."""
 
 
 def candidates(index: Any, query: str, query_words: Sequence[str], scope: str,
                rows: list[expand.Row]) -> tuple[list[expand.Row], dict[int, float]]:
     """As :func:`.expand.candidates` for a
     :class:`~.postgres.PostgresTurnIndex`: ``rows`` and the :data:`.expand.DEPTH` turns
-    of ``scope`` with the best ``expand`` score not among them, and each turn's score."""
+    of ``scope`` with the best ``expand`` score not among them, and the candidates'
+    scores (one statement, :data:`_SCORED`)."""
     if index.embedder is None or _NP is None or not rows or not index.weights.expand:
         return rows, {}
     qvec = index._query_vector(query)
@@ -129,15 +135,14 @@ def candidates(index: Any, query: str, query_words: Sequence[str], scope: str,
         near = _vocabulary(index, scope, len(qvec)).nearest(
             qvec.tobytes(), 3 * expand.TERMS, expand.FLOOR, scope)
         expansion = expand.terms(near, query_words, {r[3] for r in rows})
-        if not expansion:
+        stemmed = [(stems[0], sim) for word, sim in expansion
+                   if (stems := phrase_terms(f'"{word}"'))]
+        if not stemmed:
             return rows, {}
-        found = _scores(index, scope, expansion)
-        have = {r[0] for r in rows}
-        best = sorted(found, key=lambda i: (-found[i], i))[:expand.DEPTH]
-        extra = [i for i in best if i not in have]
-        if not extra:
-            return rows, found
-        got = {int(r[0]): tuple(r) for r in index._read(lambda c: c.execute(index._q(
-            "SELECT " + COLUMNS + " FROM {s}.turns t WHERE t.user_id = %s"
-            " AND t.id = ANY(%s)"), (scope, extra)).fetchall(), scope)}
-    return rows + [got[i] for i in extra if i in got], found
+        params = {"terms": [t for t, _ in stemmed], "sims": [float(v) for _, v in stemmed],
+                  "user": scope, "common": expand.COMMON, "depth": expand.DEPTH,
+                  "have": [r[0] for r in rows]}
+        found = index._read(lambda c: c.execute(index._q(_SCORED), params).fetchall(), scope)
+    scores = {int(r[1]): float(r[-1]) for r in found}
+    extra = sorted((r for r in found if r[0] == 1), key=lambda r: (-float(r[-1]), int(r[1])))
+    return rows + [tuple(r[1:-1]) for r in extra], scores

@@ -35,6 +35,7 @@ from psycopg.pq import Format
 from memoryport.errors import StoreError
 from memoryport.storage.postgres_wire import BinaryArray
 from memoryport.storage.turns import postgres_expand, vectors
+from memoryport.storage.turns.postgres_link import PgLink
 
 __all__ = ["BACKFILL_CHUNK", "VECTOR_CACHE", "VectorCache", "VectorWriter", "float4_array",
            "read_vectors", "store_vectors"]
@@ -154,11 +155,12 @@ def store_vectors(index: Any, cur: Any, user: str, vecs: Sequence[tuple[int, str
 
 class VectorWriter:
     """The background writer of one :class:`~.postgres.PostgresTurnIndex` (see the module
-    docstring); uses the index's connection and lock only for single statements and the
-    write transaction, never while the model runs."""
+    docstring), on a connection of its own (opened with the thread, closed when it
+    stops), so its commits never hold up the index's writes and searches."""
 
     def __init__(self, index: Any) -> None:
         self.index = index
+        self._link: PgLink | None = None
         self._cond = threading.Condition()
         self._queue: dict[str, dict[int, str]] = {}  # scope -> turn id -> text, to embed
         self._backfill: dict[str, int] = {}  # scope -> last turn id checked
@@ -206,6 +208,8 @@ class VectorWriter:
             self._cond.notify_all()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
+        if self._link is not None and (thread is None or not thread.is_alive()):
+            self._link.close()
 
     def _work(self) -> bool:
         return any(self._queue.values()) or bool(self._backfill)
@@ -225,7 +229,7 @@ class VectorWriter:
                     batch = self._missing(scope)
                 if batch:
                     self._write(scope, batch)
-            except (StoreError, ValueError, RuntimeError, OSError) as exc:
+            except (psycopg.Error, StoreError, ValueError, RuntimeError, OSError) as exc:
                 self.error = f"{type(exc).__name__}: {exc}"
                 with self._cond:  # left without vectors: back-filled at the next touch
                     self._backfill.pop(scope, None)
@@ -246,15 +250,16 @@ class VectorWriter:
 
     def _missing(self, scope: str) -> dict[int, str]:
         """The next turns of ``scope`` without a vector (back-fill), not queued."""
-        index = self.index
+        index, link = self.index, self._connected()
         with self._cond:
             upto = self._backfill.get(scope, 0)
-        with index._lock:
-            rows = index._read(lambda c: c.execute(index._q(
+        with link.lock:
+            rows = link.call(lambda c: c.execute(index._q(
                 "SELECT t.id, t.text, EXISTS (SELECT 1 FROM {s}.turn_vectors v"
                 " WHERE v.turn_id = t.id AND v.model = %s) FROM {s}.turns t"
                 " WHERE t.user_id = %s AND t.id > %s ORDER BY t.id LIMIT %s"),
-                (index.embedder.name, scope, upto, BACKFILL_CHUNK)).fetchall(), scope)
+                (index.embedder.name, scope, upto, BACKFILL_CHUNK)).fetchall(),
+                "vector back-fill", scope, write=False)
         with self._cond:
             queued = self._queue.get(scope, {})
             missing = {int(i): str(t) for i, t, has in rows if not has and int(i) not in queued}
@@ -267,9 +272,9 @@ class VectorWriter:
 
     def _write(self, scope: str, batch: dict[int, str]) -> None:
         """Embed ``batch`` and its new words, then store both in one transaction."""
-        index = self.index
+        index, link = self.index, self._connected()
         ids, texts = list(batch), list(batch.values())
-        words = postgres_expand.new_words(index, scope, texts)
+        words = postgres_expand.new_words(index, link, scope, texts)
         blobs = [vectors.encode(v) for v in index.embedder.embed(
             [vectors.turn_text("", t) for t in texts])]
         word_blobs = [vectors.encode(v) for v in index.embedder.embed(words)] if words else []
@@ -280,7 +285,14 @@ class VectorWriter:
                                                                            strict=True)])
             postgres_expand.insert_words(index, cur, scope, words, word_blobs)
 
-        with index._lock:
-            index._call(write, "vector write", scope, write=True)
-            index._vcache.put(dict(zip(ids, blobs, strict=True)))
+        with link.lock:
+            link.call(write, "vector write", scope, write=True)
+        index._vcache.put(dict(zip(ids, blobs, strict=True)))
+        with index._lock:  # (a search loading the vocabulary meanwhile read them: no harm)
             postgres_expand.remember(index, scope, words, word_blobs)
+
+    def _connected(self) -> PgLink:
+        """The writer's connection (opened on first use)."""
+        if self._link is None:
+            self._link = PgLink(self.index.dsn, str(self.index.path))
+        return self._link

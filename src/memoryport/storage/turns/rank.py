@@ -28,7 +28,13 @@ the query (so each lies in 0..1), multiplied by its weight and summed:
   without their speaker: who said a turn is the ``speaker`` signal's;
 * ``expand``: with the model too, how many of the query's expansion terms (the stored
   words nearest the query's vector: "instruments" -> violin, clarinet) the turn holds,
-  each by cosine times idf (:mod:`.expand`); the best such turns are candidates too.
+  each by cosine times idf (:mod:`.expand`); the best such turns are candidates too;
+* ``listed``: for a question asking for several things (:func:`asks_for_list`: "What books
+  has X read?"), the ``expand`` score again, of the turns said by a speaker the question
+  names (of every candidate when it names none); 0 for other questions. It re-ranks only
+  the places after the first :data:`LIST_KEEP` of the ranking without it
+  (:func:`combine_columns`): a list's items lie in several sessions, each sharing no word
+  with the question, and the best-supported answers stay first.
 
 The default weights are the midpoint of the weights fitted on each half of the LoCoMo dev
 file (conversations 0-3 and 4-6; each fit scored on the other half:
@@ -47,8 +53,8 @@ from typing import NamedTuple
 from memoryport.storage.sessions.query import STOPWORDS
 
 __all__ = [
-    "DENSE_WEIGHTS", "MAX_TERMS", "Components", "Weights", "asks_for_name", "combine",
-    "combine_columns", "fts_query",
+    "DENSE_WEIGHTS", "LIST_KEEP", "MAX_TERMS", "Components", "Weights", "asks_for_list",
+    "asks_for_name", "combine", "combine_columns", "fts_query", "listed_column",
     "name_stems", "names_other", "query_words",
 ]
 
@@ -73,6 +79,7 @@ class Weights:
     event: float = 0.1
     named: float = 0.5
     expand: float = 0.0
+    listed: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -82,14 +89,21 @@ class Weights:
 
 
 DENSE_WEIGHTS = Weights(prev=0.75, next=0.45, session=0.875, speaker=1.0, window=1.5,
-                        when=0.75, dense=0.75, event=0.4, named=0.75, expand=0.3)
+                        when=0.75, dense=0.75, event=0.4, named=0.75, expand=0.3,
+                        listed=0.7)
 """The default weights when turns have MiniLM vectors: the midpoint of the weights fitted
 on conversations 0-3 (dense 1.0) and on 4-6 (dense 0.5) with the dense signal; each fit
 scored better on the other half than :class:`Weights`' defaults with dense 0.5
 (R@5 / R@10 0.744 / 0.810 vs 0.732 / 0.808, and 0.708 / 0.781 vs 0.704 / 0.775).
 ``expand`` 0.3: the fit on conversations 0-3 (0.2-0.3); on 4-6 it changes R@5 / R@10 by
 -0.001 / +0.001 (the fit on 4-6 alone leaves it at 0), multi-hop and open-domain R@10 gain
-on both halves (docs/holographic.md)."""
+on both halves (docs/holographic.md). ``listed`` 0.7: with ``expand`` a list question's
+expansion weighs 1.0 for the named speaker's turns, as much as its own words (``main``);
+on conversations 0-3 0.7-1.5 tie (R@10 0.794 -> 0.803), on 4-6 0.7 gives 0.822 -> 0.825,
+R@5 unchanged on both (docs/holographic.md)."""
+
+LIST_KEEP = 5
+"""How many places of the ranking without ``listed`` it leaves as they are."""
 
 
 class Components(NamedTuple):
@@ -110,6 +124,7 @@ class Components(NamedTuple):
     event: float = 0.0
     named: float = 0.0
     expand: float = 0.0
+    listed: float = 0.0
 
 
 _SIGNALS = Components._fields
@@ -139,6 +154,45 @@ def asks_for_name(words: list[str]) -> bool:
     """Whether a query (its :func:`query_words`) asks for a name: a place, a thing by
     name, a person ("where", "which", "who", "whom", "whose", "name")."""
     return not _NAME_QUESTION.isdisjoint(words)
+
+
+_LIST_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+_AUXILIARY = frozenset({"is", "are", "was", "were", "does", "do", "did", "has", "have", "had",
+                        "can", "will", "would"})
+_NOT_PLURAL = frozenset({"is", "was", "does", "has", "this", "his", "its", "us", "yes",
+                         "always", "perhaps", "news", "status", "series", "species"})
+_IRREGULAR_PLURALS = frozenset({"children", "people", "kids", "men", "women", "feet", "teeth",
+                                "mice", "geese", "friends"})
+
+
+def _plural(word: str) -> bool:
+    """Whether ``word`` (lower case, a possessive's ``'s`` kept) reads as a plural noun."""
+    return word in _IRREGULAR_PLURALS or (
+        len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "'s", "’s"))
+        and word not in _NOT_PLURAL)
+
+
+def asks_for_list(query: str) -> bool:
+    """Whether ``query`` asks for several things, by its shape alone (English, no tagger):
+    "both" / "in common", "how many", a wh-question whose first auxiliary is the present
+    perfect ("What has X painted?", "Where has X camped?": what accumulated), a plural head
+    noun right before the first auxiliary ("What books has X read?", "What European
+    countries has X been to?"), or "What are <plural> ..." ("What are X's hobbies?").
+    A question about one event ("What did X paint recently?") is not one."""
+    words = [w.replace("’", "'") for w in _LIST_WORD.findall(query.lower())]
+    if not words:
+        return False
+    if "both" in words or ("in" in words and "common" in words) or words[:2] == ["how", "many"]:
+        return True
+    if words[0] not in ("what", "which", "where", "who"):
+        return False
+    at = next((i for i in range(1, len(words)) if words[i] in _AUXILIARY), 0)
+    if not at:
+        return False
+    if words[at] in ("has", "have") or (at >= 2 and _plural(words[at - 1])):
+        return True
+    return at == 1 and words[1] == "are" and any(
+        _plural(w.rstrip("'")) for w in words[2:6])
 
 
 def name_stems(text: str) -> frozenset[str]:
@@ -173,15 +227,52 @@ def combine(candidates: list[Components], weights: Weights) -> list[float]:
 
 def combine_columns(columns: Sequence[Sequence[float]], weights: Weights) -> list[float]:
     """:func:`combine` for signals given column by column (one sequence per
-    :class:`Components` field, in field order): skips zero weights and all-zero columns."""
+    :class:`Components` field, in field order): skips zero weights and all-zero columns.
+
+    ``listed`` is added last and moves only the candidates after the :data:`LIST_KEEP`
+    best of the sum without it: those keep their order and are lifted just above every
+    other candidate's score (so no other candidate passes them)."""
     if not columns:
         return []
     out = [0.0] * len(columns[0])
+    listed: Sequence[float] = ()
     for name, column in zip(_SIGNALS, columns, strict=False):
         weight = getattr(weights, name)
         best = max(column) if weight else 0.0
         if best <= 0:
             continue
+        if name == "listed":
+            listed = column
+            continue
         scale = weight / best
         out = [total + scale * value for total, value in zip(out, column, strict=True)]
+    return _keep_first(out, columns[0], listed, weights.listed) if listed else out
+
+
+def _keep_first(base: list[float], main: Sequence[float], listed: Sequence[float],
+                weight: float) -> list[float]:
+    """``base`` plus ``weight`` times ``listed`` (divided by its best value), except for
+    the :data:`LIST_KEEP` best of ``base`` (ties by ``main``, then candidate order), which
+    keep their ``base`` order, lifted above every other candidate."""
+    scale = weight / max(listed)
+    out = [b + scale * value for b, value in zip(base, listed, strict=True)]
+    kept = sorted(range(len(base)), key=lambda i: (-base[i], -main[i], i))[:LIST_KEEP]
+    held = set(kept)
+    others = [out[i] for i in range(len(base)) if i not in held]
+    if kept and others:
+        lift = max(0.0, max(others) - min(base[i] for i in kept)) + 1e-6
+        for i in kept:
+            out[i] = base[i] + lift
     return out
+
+
+def listed_column(query: str, speaker: Sequence[float], expand: Sequence[float]
+                  ) -> list[float]:
+    """The ``listed`` signal of each candidate: for a query that :func:`asks_for_list`,
+    its ``expand`` score where ``speaker`` is set (every candidate's when the query names
+    no speaker); all 0 otherwise."""
+    if not any(expand) or not asks_for_list(query):
+        return [0.0] * len(expand)
+    if not any(speaker):
+        return list(expand)
+    return [e if s else 0.0 for e, s in zip(expand, speaker, strict=True)]
