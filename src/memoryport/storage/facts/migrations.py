@@ -22,6 +22,8 @@ Schema (designed for provenance, history and temporal validity as well):
   trigger fires only ``AFTER UPDATE OF content, tags``.
 * ``fact_revisions`` -- every add/update/retire/remove/feedback appends one: who (actor),
   when, the session and tool call, and the fact before and after (JSON).
+* ``fact_generation`` -- one counter, bumped by triggers on every write to ``facts``,
+  ``entities`` and ``fact_entities`` (m004; the search's cache, :mod:`.searchcache`).
 """
 
 from __future__ import annotations
@@ -163,6 +165,26 @@ def m003_fact_events(conn: sqlite3.Connection) -> None:
                    "event_words TEXT NOT NULL DEFAULT ''", "stated_at REAL"):
         conn.execute(f"ALTER TABLE facts ADD COLUMN {column}")
     conn.execute("UPDATE facts SET stated_at = coalesce(valid_from, recorded_at)")
+
+
+_GENERATION_TABLES = ("facts", "entities", "fact_entities")
+
+
+@_migration
+def m004_fact_generation(conn: sqlite3.Connection) -> None:
+    """``fact_generation``: one counter every write to ``facts``, ``entities`` or
+    ``fact_entities`` bumps (triggers, in the writing transaction, whatever process
+    writes), so a search may keep what it read while it is unchanged
+    (:mod:`.searchcache`)."""
+    conn.execute("CREATE TABLE fact_generation (id INTEGER PRIMARY KEY CHECK (id = 1),"
+                 " n INTEGER NOT NULL)")
+    conn.execute("INSERT INTO fact_generation (id, n) VALUES (1, 0)")
+    for table in _GENERATION_TABLES:
+        for event in ("INSERT", "UPDATE", "DELETE"):
+            conn.execute(
+                f"CREATE TRIGGER {table}_generation_{event[0].lower()} AFTER {event}"
+                f" ON {table} BEGIN UPDATE fact_generation SET n = n + 1 WHERE id = 1; END"
+            )
 
 
 def applied(conn: sqlite3.Connection) -> list[str]:

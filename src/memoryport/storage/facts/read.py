@@ -5,7 +5,7 @@ related, reason), contradictions, listings and history. Every query is scoped to
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -18,6 +18,7 @@ from memoryport.storage.facts.records import (
     Revision,
     fact_from_row,
 )
+from memoryport.storage.facts.searchcache import SearchCache, ordered
 from memoryport.storage.facts.text import STOPWORDS, fts_words, jaccard, tokens
 from memoryport.storage.timeexpr import has_time_words, resolve
 
@@ -90,10 +91,15 @@ def _content_words(content: str) -> frozenset[str]:
     return words
 
 
+def _entity_keys(words: list[str]) -> set[str]:
+    """The entity keys ``words`` may name: each word and each pair of neighbours."""
+    return set(words) | {" ".join(words[i:i + 2]) for i in range(len(words) - 1)}
+
+
 def _entity_boost(conn: Connection, user_id: str, words: list[str]) -> set[int]:
     """Ids of facts linked to an entity the query names (by key, word-wise); ``words``
     are the query's :func:`tokens`, stopwords kept."""
-    keys = set(words) | {" ".join(words[i:i + 2]) for i in range(len(words) - 1)}
+    keys = _entity_keys(words)
     if not keys:
         return set()
     marks = ",".join("?" * len(keys))
@@ -122,21 +128,26 @@ def entity_candidates(
 
 WHEN = "COALESCE(f.stated_at, f.valid_from, f.recorded_at)"
 """When a fact (alias ``f``) was stated, in SQL: its time for the windows a query names."""
+_LATEST = f"SELECT max({WHEN}) FROM facts f WHERE f.user_id = ?"
 
 
-def query_windows(conn: Connection, user_id: str, query: str
-                  ) -> list[tuple[float, float]]:
+def query_windows(conn: Connection, user_id: str, query: str,
+                  cache: SearchCache | None = None) -> list[tuple[float, float]]:
     """The time windows ``query`` names ("last May", "in 2022", "the week before 16 Nov
     2023"), resolved against the user's latest fact (the store's "now", not the wall
-    clock: imported conversations keep their own time)."""
+    clock: imported conversations keep their own time). ``cache``: the latest time kept
+    per generation (:class:`~.searchcache.SearchCache`)."""
     if not has_time_words(query):
         return []
-    row = conn.execute(f"SELECT max({WHEN}) FROM facts f WHERE f.user_id = ?",
-                       (user_id,)).fetchone()
-    if not row or row[0] is None:
+    if cache is not None:
+        latest = cache.latest(conn, user_id, _LATEST)
+    else:
+        row = conn.execute(_LATEST, (user_id,)).fetchone()
+        latest = float(row[0]) if row and row[0] is not None else None
+    if latest is None:
         return []
     try:
-        return [(t.start, t.end) for t in resolve(query, float(row[0]))]
+        return [(t.start, t.end) for t in resolve(query, latest)]
     except ValueError:
         return []
 
@@ -173,18 +184,20 @@ def window_candidates(
 
 def search(
     conn: Connection, user_id: str, query: str, *, limit: int, min_trust: float,
-    as_of: float | None = None,
+    as_of: float | None = None, cache: SearchCache | None = None,
 ) -> list[Fact]:
     """Live facts matching ``query`` (``as_of``: those believed at that time, see
     :func:`believed`): BM25 (normalised, best = 1) blended with word overlap, an entity
     match (facts linked to an entity the query names are candidates even without a shared
     word) and a time match (facts stated in, or about an event in, a window the query
     names — :func:`query_windows`; with no other words the window alone selects),
-    multiplied by trust."""
+    multiplied by trust. ``cache`` (the SQLite store's, checked by the caller in the same
+    read transaction) answers the entity and row lookups while the tables are unchanged;
+    the results are the same."""
     words = tokens(query, keep_stopwords=True)
     wanted = [w for w in words if w not in STOPWORDS]  # tokens(query)
     match = fts_words(wanted)
-    windows = query_windows(conn, user_id, query)
+    windows = query_windows(conn, user_id, query, cache)
     if not match and not windows:
         return []
     scope = believed(user_id, min_trust, as_of)
@@ -195,10 +208,16 @@ def search(
     ).fetchall() if match else []
     best = min((row[-1] for row in rows), default=-1.0) or -1.0
     lexical = {row[0]: row[-1] / best for row in rows}
-    boosted = _entity_boost(conn, user_id, words)
+    boosted = (cache.linked(conn, user_id, _entity_keys(words)) if cache is not None
+               else _entity_boost(conn, user_id, words))
     candidates = [fact_from_row(row[:-1]) for row in rows]
-    candidates += entity_candidates(conn, boosted - set(lexical), scope,
-                                     max(limit * 2, 10))
+    others = boosted - set(lexical)
+    found = None
+    if cache is not None and others:
+        found = ordered(cache.rows(conn, others),
+                        _keeps(user_id, min_trust, as_of), max(limit * 2, 10))
+    candidates += found if found is not None else entity_candidates(
+        conn, others, scope, max(limit * 2, 10))
     if windows:
         seen = {f.id for f in candidates}
         candidates += [f for f in window_candidates(conn, windows, scope, max(limit * 2, 10))
@@ -214,7 +233,22 @@ def search(
         scores.append(relevance * fact.trust_score)
     top = sorted(range(len(candidates)),
                  key=lambda i: (-scores[i], -candidates[i].recorded_at))[:limit]
-    return with_entities(conn, [candidates[i] for i in top], [scores[i] for i in top])
+    chosen = [candidates[i] for i in top]
+    if cache is None:
+        return with_entities(conn, chosen, [scores[i] for i in top])
+    names = cache.names(conn, [f.id for f in chosen])
+    return [replace(f, entities=names[f.id], score=scores[i])
+            for f, i in zip(chosen, top, strict=True)]
+
+
+def _keeps(user_id: str, min_trust: float, as_of: float | None) -> Callable[[Fact], bool]:
+    """:func:`believed`'s filter as a test of one fact (the same comparisons)."""
+    if as_of is None:
+        return lambda f: (f.user_id == user_id and f.retired_at is None
+                          and f.trust_score >= min_trust)
+    return lambda f: (f.user_id == user_id and (
+        f.valid_from if f.valid_from is not None else f.recorded_at) <= as_of
+        and (f.valid_to is None or f.valid_to > as_of) and f.trust_score >= min_trust)
 
 
 def _entity_id(conn: Connection, user_id: str, name: str) -> int | None:

@@ -35,6 +35,7 @@ from memoryport.storage.facts.records import (
     Revision,
     fact_from_row,
 )
+from memoryport.storage.facts.searchcache import SearchCache
 from memoryport.storage.facts.text import content_hash
 from memoryport.storage.facts.triples import Triple
 from memoryport.storage.sessions.sqlite.connect import create_private_file
@@ -104,6 +105,7 @@ class FactStore:
         self.default_trust = default_trust
         self.min_trust = min_trust
         self._lock = threading.RLock()
+        self._cache = SearchCache()  # search's reads kept per fact generation (under _lock)
         try:
             create_private_file(self.path)
             self._conn = sqlite3.connect(
@@ -384,8 +386,16 @@ class FactStore:
         """Ranked live facts for ``query``; with ``as_of`` (epoch seconds) the facts
         believed then, retired since or not (see :func:`memoryport.storage.facts.read.search`)."""
         floor = self.min_trust if min_trust is None else min_trust
-        return self._read(lambda c: read.search(c, self.user_id, query, limit=limit,
-                                                min_trust=floor, as_of=as_of))
+
+        def run(conn: Connection) -> list[Fact]:
+            conn.execute("BEGIN")  # one read snapshot: the cache's generation first
+            try:
+                self._cache.check(conn)
+                return read.search(conn, self.user_id, query, limit=limit, min_trust=floor,
+                                   as_of=as_of, cache=self._cache)
+            finally:
+                conn.execute("COMMIT")
+        return self._read(run)
 
     def chain(self, fact_id: int) -> list[Fact]:
         """The supersession chain through ``fact_id``, oldest first; ``ToolArgumentError``

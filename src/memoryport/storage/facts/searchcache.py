@@ -1,0 +1,185 @@
+"""What the fact search reads besides its word match, kept in memory between searches
+while the fact tables are unchanged (the SQLite store; recall runs it every turn).
+
+A search (:func:`memoryport.storage.facts.read.search`) asks, besides the FTS5 match of
+its words: which facts link to an entity its words name, the rows of those facts, the
+entity names of the facts it returns and the user's latest fact time. None of that
+depends on more than the query's words and the fact tables, which change seldom (a turn
+stating a fact, a tool call, a retrieval count) while the turn index, in the same file,
+changes every turn. So :class:`SearchCache` keeps those answers by key, fact id and user,
+and drops all of them when the fact tables' generation moves: ``fact_generation.n``,
+which triggers on ``facts``, ``entities`` and ``fact_entities`` bump in the writing
+transaction itself (migration ``m004_fact_generation``), whatever process writes.
+
+The cache is exact: every answer is what the query it replaces returns in the same read
+snapshot (the store runs a cached search in one read transaction, the generation read
+first). The entity candidates are ordered in memory only when their order is fully
+determined (no two share trust and recorded time); otherwise the query runs. Bounded:
+cleared past :data:`CACHE_ENTRIES` entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from memoryport.storage.facts.connection import Connection
+from memoryport.storage.facts.records import FACT_COLUMNS, Fact, fact_from_row
+
+__all__ = ["CACHE_ENTRIES", "LINKS_ALL", "SearchCache", "ordered"]
+
+CACHE_ENTRIES = 4096
+"""The most keys, fact rows or name lists a cache holds (each cleared when full)."""
+LINKS_ALL = 2048
+"""A user with at most this many entity links has them all read at the first search of
+a generation (one query); a larger store reads the keys each query names, once each."""
+
+_F = ", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))
+
+
+def _marks(count: int) -> str:
+    return ",".join("?" * count)
+
+
+class SearchCache:
+    """The fact search's entity-index lookups, fact rows and entity names of one fact
+    store, valid for one generation of its tables (not thread-safe: the store calls it
+    under its lock)."""
+
+    def __init__(self) -> None:
+        self.generation: int | None = None
+        """The ``fact_generation.n`` the entries were read at (None: nothing read)."""
+        self._keys: dict[tuple[str, str], frozenset[int]] = {}  # (user, key) -> fact ids
+        self._rows: dict[int, Fact] = {}  # fact id -> its row (any state, no entities)
+        self._names: dict[int, tuple[str, ...]] = {}  # fact id -> entity names by id
+        self._latest: dict[str, float | None] = {}  # user -> latest time a fact was stated
+        self._complete: dict[str, bool] = {}  # user -> all their links are in _keys
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        self._keys.clear()
+        self._rows.clear()
+        self._names.clear()
+        self._latest.clear()
+        self._complete.clear()
+
+    def check(self, conn: Connection) -> None:
+        """Read the tables' generation (first, inside the search's read transaction);
+        forget everything when it moved."""
+        row = conn.execute("SELECT n FROM fact_generation WHERE id = 1").fetchone()
+        generation = int(row[0]) if row else None
+        if generation is None or generation != self.generation:
+            self.clear()
+        self.generation = generation
+
+    def linked(self, conn: Connection, user_id: str, keys: Iterable[str]) -> set[int]:
+        """Ids of the facts linked to an entity of ``user_id`` whose key is one of
+        ``keys`` (what ``read._entity_boost`` selects). A user with at most
+        :data:`LINKS_ALL` links has them all read at once (a query's words are mostly
+        not entity keys: no query for those); otherwise each key is read once."""
+        if user_id not in self._complete:
+            self._read_all(conn, user_id)
+        complete = self._complete[user_id]
+        out: set[int] = set()
+        missing = []
+        for key in set(keys):
+            hit = self._keys.get((user_id, key))
+            if hit is not None:
+                out |= hit
+            elif not complete:
+                missing.append(key)
+        if missing:
+            found: dict[str, set[int]] = {k: set() for k in missing}
+            for key, fact_id in conn.execute(
+                "SELECT e.key, fe.fact_id FROM entities e JOIN fact_entities fe ON"
+                f" fe.entity_id = e.id WHERE e.user_id = ? AND e.key IN ({_marks(len(missing))})",
+                [user_id, *missing],
+            ):
+                found[key].add(fact_id)
+                out.add(fact_id)
+            if len(self._keys) + len(found) > CACHE_ENTRIES:
+                self._keys.clear()
+                self._complete = {u: False for u in self._complete}
+            self._keys.update(((user_id, k), frozenset(v)) for k, v in found.items())
+        return out
+
+    def _read_all(self, conn: Connection, user_id: str) -> None:
+        """Every (key, fact id) link of the user when there are at most :data:`LINKS_ALL`
+        (then complete: a key not held links nothing); else nothing (keys read one by
+        one)."""
+        rows = conn.execute(
+            "SELECT e.key, fe.fact_id FROM entities e JOIN fact_entities fe"
+            " ON fe.entity_id = e.id WHERE e.user_id = ? LIMIT ?", (user_id, LINKS_ALL + 1),
+        ).fetchall()
+        complete = len(rows) <= LINKS_ALL and len(self._keys) + len(rows) <= CACHE_ENTRIES
+        if complete:
+            found: dict[str, set[int]] = {}
+            for key, fact_id in rows:
+                found.setdefault(key, set()).add(fact_id)
+            self._keys.update(((user_id, k), frozenset(v)) for k, v in found.items())
+        self._complete[user_id] = complete
+
+    def rows(self, conn: Connection, ids: Iterable[int]) -> list[Fact]:
+        """The rows of the facts ``ids`` that exist (entities empty)."""
+        out: list[Fact] = []
+        missing = []
+        for fact_id in ids:
+            hit = self._rows.get(fact_id)
+            if hit is None:
+                missing.append(fact_id)
+            else:
+                out.append(hit)
+        if missing:
+            read = [fact_from_row(row) for row in conn.execute(
+                f"SELECT {_F} FROM facts f WHERE f.id IN ({_marks(len(missing))})", missing)]
+            if len(self._rows) + len(read) > CACHE_ENTRIES:
+                self._rows.clear()
+            self._rows.update((f.id, f) for f in read)
+            out += read
+        return out
+
+    def names(self, conn: Connection, ids: Sequence[int]) -> dict[int, tuple[str, ...]]:
+        """The entity names of the facts ``ids``, each fact's in entity id order (what
+        ``read.with_entities`` selects)."""
+        out: dict[int, tuple[str, ...]] = {}
+        missing = []
+        for fact_id in dict.fromkeys(ids):
+            hit = self._names.get(fact_id)
+            if hit is None:
+                missing.append(fact_id)
+            else:
+                out[fact_id] = hit
+        if missing:
+            found: dict[int, list[str]] = {i: [] for i in missing}
+            for fact_id, name in conn.execute(
+                "SELECT fe.fact_id, e.name FROM fact_entities fe JOIN entities e"
+                f" ON e.id = fe.entity_id WHERE fe.fact_id IN ({_marks(len(missing))})"
+                " ORDER BY e.id", missing,
+            ):
+                found[fact_id].append(name)
+            if len(self._names) + len(found) > CACHE_ENTRIES:
+                self._names.clear()
+            got = {i: tuple(v) for i, v in found.items()}
+            self._names.update(got)
+            out.update(got)
+        return out
+
+    def latest(self, conn: Connection, user_id: str, sql: str) -> float | None:
+        """The user's latest fact time (``sql`` selects it for one user id)."""
+        if user_id not in self._latest:
+            row = conn.execute(sql, (user_id,)).fetchone()
+            self._latest[user_id] = (float(row[0]) if row and row[0] is not None
+                                     else None)
+        return self._latest[user_id]
+
+
+def ordered(facts: Iterable[Fact], keep: Any, limit: int) -> list[Fact] | None:
+    """The facts ``keep`` accepts, by trust then recorded time (both descending), at most
+    ``limit``: the order ``read.entity_candidates`` selects; None when two of them tie on
+    both (SQL's order is then not determined by the keys: let the query answer)."""
+    kept = [f for f in facts if keep(f)]
+    keys = {(f.trust_score, f.recorded_at) for f in kept}
+    if len(keys) < len(kept):
+        return None
+    kept.sort(key=lambda f: (-f.trust_score, -f.recorded_at))
+    return kept[:limit]
