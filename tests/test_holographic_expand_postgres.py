@@ -1,9 +1,10 @@
 """Query expansion on the PostgreSQL turn index: the same terms and scores as SQLite's.
 
 The words of a user's turns are embedded by the index's background writer, stored in
-the transaction of the turns' vectors and kept per user (``turn_words``, under row-level security); a query expands only through its own
-user's words, and each turn's ``expand`` score is SQLite's (cosine times the scope's BM25
-idf). Real server (tests/pgserver.py), real SQLite file, the ``Embedder`` of
+the transaction of the turns' vectors and kept per user (``turn_words``, under row-level
+security); a query expands only through its own user's words, and each turn's
+``expand`` score is SQLite's (cosine times the scope's BM25 idf). Real server
+(tests/pgserver.py), real SQLite file, the ``Embedder`` of
 ``test_holographic_expand_scope`` (no model needed).
 """
 
