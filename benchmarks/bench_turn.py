@@ -10,8 +10,15 @@ messages, and one trivial in-process external provider.
 (every turn stored and fact-extracted, recall injected), to measure what it adds.
 
 ``--model-ms N`` waits N ms between ``api_user_message`` and ``end_turn`` (the model
-call, not timed), so background work (provider syncs) runs where it runs in an agent;
-with 0 (the default) each turn also pays for the previous turn's background work.
+call, not timed). Provider syncs are queued by ``end_turn``, after that wait, so they
+still run while the next turn starts (with 0, the default, as well): each turn shares
+the CPU with the previous turn's sync. What the wait changes is that ``end_turn``, the
+sync it queues and the next turn run right after N ms of idle CPU (caches cold, idle
+cores to wake up), which slows all of them.
+
+``--user-ms N`` waits N ms between ``end_turn`` and the next ``begin_turn`` (the user
+reading and typing, not timed): background work then runs where it runs in an agent,
+between turns, instead of beside the next turn.
 
 ``--preload-turns N`` also gives holographic N past turns (its own store: ``--preload``
 fills the session store only), in closed sessions of 100, through ``sync_turn`` like
@@ -28,7 +35,7 @@ holographic row says whether dense vectors were on (the ``embeddings`` extra and
 installed: each recall then also embeds the query).
 
 Run: .venv/bin/python benchmarks/bench_turn.py [--turns N] [--preload N] [--holographic]
-     [--model-ms N] [--compare]
+     [--model-ms N] [--user-ms N] [--compare]
 Goal: p50 under 5 ms; holographic adds under 2 ms.
 """
 
@@ -131,7 +138,7 @@ def timed_calls(provider: MemoryProvider, names: tuple[str, ...]) -> dict[str, f
 
 
 def run(turns: int, messages: int, holographic: bool = False,
-        model_ms: float = 0.0, past_turns: int = 0) -> dict[str, Any]:
+        model_ms: float = 0.0, past_turns: int = 0, user_ms: float = 0.0) -> dict[str, Any]:
     """Measure ``turns`` turns; return the JSON-ready result."""
     from memoryport.providers.holographic import HolographicProvider
 
@@ -153,6 +160,8 @@ def run(turns: int, messages: int, holographic: bool = False,
         samples: list[float] = []
         cpu_started = time.process_time()
         for index in range(turns):
+            if user_ms:
+                time.sleep(user_ms / 1000)  # the user's next message: not timed
             started = time.perf_counter()
             turn = memory.begin_turn(f"What did we decide about the sqlite schema ({index})?")
             turn.api_user_message()
@@ -172,7 +181,7 @@ def run(turns: int, messages: int, holographic: bool = False,
                               "preloaded_turns": past_turns if holographic else 0,
                               "goal_p50_ms": GOAL_P50_MS,
                               "provider": "holographic" if holographic else "localfacts",
-                              "model_ms": model_ms}
+                              "model_ms": model_ms, "user_ms": user_ms}
     for key in ("p50", "p95", "p99", "mean"):
         result[f"{key}_ms"] = round(stats[f"{key}_us"] / 1000, 3)
     result["cpu_per_turn_ms"] = round(cpu_per_turn_ms, 3)
@@ -187,7 +196,7 @@ def run(turns: int, messages: int, holographic: bool = False,
 
 
 def _row(result: dict[str, Any]) -> dict[str, Any]:
-    row = {k: result[k] for k in ("provider", "model_ms", "turns", "preloaded_messages",
+    row = {k: result[k] for k in ("provider", "model_ms", "user_ms", "turns", "preloaded_messages",
                                   "preloaded_turns", "p50_ms", "p95_ms", "p99_ms", "mean_ms",
                                   "cpu_per_turn_ms", "recall_cpu_ms", "sync_cpu_ms")}
     row["dense"] = result.get("dense", "")
@@ -205,6 +214,8 @@ def main() -> None:
                         help="use the bundled holographic provider instead of the trivial one")
     parser.add_argument("--model-ms", type=float, default=0.0,
                         help="untimed wait standing for the model call in each turn")
+    parser.add_argument("--user-ms", type=float, default=0.0,
+                        help="untimed wait between turns (the user's next message)")
     parser.add_argument("--preload-turns", type=int, default=0,
                         help="past turns given to holographic's own store before measuring")
     parser.add_argument("--compare", action="store_true",
@@ -212,8 +223,9 @@ def main() -> None:
     args = parser.parse_args()
     title = "Memory overhead per turn (begin_turn + api_user_message + end_turn)"
     if args.compare:
-        base = run(args.turns, args.preload, False, args.model_ms)
-        holo = run(args.turns, args.preload, True, args.model_ms, args.preload_turns)
+        base = run(args.turns, args.preload, False, args.model_ms, user_ms=args.user_ms)
+        holo = run(args.turns, args.preload, True, args.model_ms, args.preload_turns,
+                   args.user_ms)
         print_table(title, [_row(base), _row(holo)])
         added = round(holo["p50_ms"] - base["p50_ms"], 3)
         ok = "yes" if added < GOAL_ADDED_MS else "NO"
@@ -223,7 +235,7 @@ def main() -> None:
                                                  "goal_added_ms": GOAL_ADDED_MS})
     else:
         result = run(args.turns, args.preload, args.holographic, args.model_ms,
-                     args.preload_turns)
+                     args.preload_turns, args.user_ms)
         print_table(title, [_row(result)])
         path = write_json("bench_turn_holographic" if args.holographic else "bench_turn",
                           {"result": result})
