@@ -16,6 +16,7 @@ from typing import Any
 
 from memoryport.providers.holographic.provider import HolographicProvider
 from memoryport.storage.turns import Components, TurnIndex, TurnInput, Weights
+from memoryport.storage.turns.rank import LIST_KEEP
 
 GRID = (0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 """Values the fit tries for each weight (``main`` stays 1: the scale)."""
@@ -108,6 +109,25 @@ def _matrix(parts: list[Components]) -> Any:
 
 
 _PREPARED: dict[int, tuple[Any, Any, Any]] = {}
+_LISTED = [f.name for f in fields(Weights)].index("listed")
+
+
+def _scores(normed: Any, main: Any, vector: Any) -> Any:
+    """A question's combined scores (``combine_columns``): the weighted sum, and the
+    ``listed`` signal moving only the candidates after the ``LIST_KEEP`` best without it."""
+    import numpy as np
+
+    weight = vector[_LISTED]
+    listed = normed[:, _LISTED]
+    if not weight or not listed.any():
+        return normed @ vector
+    base = normed @ np.where(np.arange(len(vector)) == _LISTED, 0.0, vector)
+    out = base + weight * listed
+    kept = np.lexsort((np.arange(len(base)), -main[:, 0], -base))[:LIST_KEEP]
+    others = np.delete(out, kept)
+    if len(others):
+        out[kept] = base[kept] + max(0.0, float(others.max() - base[kept].min())) + 1e-6
+    return out
 
 
 def _recall(items: list[Item], weights: Weights) -> tuple[float, float]:
@@ -125,7 +145,7 @@ def _recall(items: list[Item], weights: Weights) -> tuple[float, float]:
         if prepared is None or prepared[0] is not item:
             prepared = _PREPARED[id(item)] = (item, *_matrix(parts))
         _, normed, main = prepared
-        scores = normed @ vector
+        scores = _scores(normed, main, vector)
         order = np.lexsort((np.arange(len(ids)), -main[:, 0], -scores))[:10]
         top = [ids[i] for i in order.tolist()]
         r5 += len(gold & set(top[:5])) / len(gold)
