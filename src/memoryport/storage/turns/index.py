@@ -27,6 +27,7 @@ from memoryport.storage.sessions.temporal import (
 from memoryport.storage.sqlite_wal import enable_wal
 from memoryport.storage.timeexpr import has_time_words
 from memoryport.storage.turns import expand, rank, schema, vectors
+from memoryport.storage.turns.order import best
 from memoryport.storage.turns.rank import (
     DENSE_WEIGHTS,
     Components,
@@ -120,21 +121,6 @@ def _scope(user_id: str | None) -> str:
 
 def _body(speaker: str, text: str) -> str:
     return f"{speaker}: {text}" if speaker else text
-
-
-def _best(scores: list[float], main: Sequence[float], rows: Sequence[_Row], limit: int
-          ) -> list[int]:
-    """Indexes of the ``limit`` best candidates, best first: by score, ties by the turn's
-    own BM25 (``main``), then the older turn. Only the candidates scoring at least the
-    ``limit``-th best score can be among them, so only those are ordered in full (a C
-    sort of the floats finds that score; usually a few of the hundreds of candidates)."""
-    if len(scores) > limit:
-        floor = sorted(scores, reverse=True)[limit - 1]
-        pick = [i for i, s in enumerate(scores) if s >= floor]
-    else:
-        pick = list(range(len(scores)))
-    pick.sort(key=lambda i: (-scores[i], -main[i], rows[i][0], i))
-    return pick[:limit]
 
 
 class TurnIndex:
@@ -361,7 +347,7 @@ class TurnIndex:
                 turn_id=row[0], session_id=row[1], speaker=row[3], text=row[4],
                 timestamp=row[5], source_id=row[6], score=round(scores[i], 6),
             )
-            for row, i in ((rows[i], i) for i in _best(scores, columns[0], rows, limit))
+            for row, i in ((rows[i], i) for i in best(scores, columns[0], rows, limit))
         ]
 
     def candidates(
@@ -515,14 +501,14 @@ class TurnIndex:
         """The ``MAIN_DEPTH`` best turns by their own BM25: scores by (session, position)
         and the turns' rows (fetched here, so the candidate query skips them).
 
-        When every stored turn is in ``scope`` (one user: the usual store) the word index
-        alone ranks, and the rows come from the row cache; the same turns in the same
-        order as the query joined with the turns (ties fall in id order both ways)."""
+        When every stored turn is in ``scope`` (one user: the usual store; known to the row
+        cache once checked) the word index alone ranks, and the rows come from the row
+        cache; the same turns in the same order as the query joined with the turns."""
         conn, cache = self._conn, self._cache
         cache.catch_up(conn)
-        if conn.execute("SELECT EXISTS(SELECT 1 FROM turns WHERE user_id < ?1)"
-                        " OR EXISTS(SELECT 1 FROM turns WHERE user_id > ?1)",
-                        (scope,)).fetchone()[0]:
+        if cache.single != scope and conn.execute(
+                "SELECT EXISTS(SELECT 1 FROM turns WHERE user_id < ?1)"
+                " OR EXISTS(SELECT 1 FROM turns WHERE user_id > ?1)", (scope,)).fetchone()[0]:
             ranked = conn.execute(
                 f"SELECT {_T_COLUMNS}, bm25(turns_fts) AS s FROM turns_fts f"
                 " JOIN turns t ON t.id = f.rowid WHERE turns_fts MATCH ? AND t.user_id = ?"
@@ -532,6 +518,7 @@ class TurnIndex:
             found: list[_Row] = [tuple(r[:-1]) for r in ranked]
             cache.keep(scope, found)
         else:
+            cache.single = scope  # every stored turn is in it (kept while catch-ups say so)
             ranked = conn.execute(
                 "SELECT rowid, bm25(turns_fts) AS s FROM turns_fts WHERE turns_fts MATCH ?"
                 " ORDER BY s LIMIT ?", (match, MAIN_DEPTH),

@@ -42,6 +42,7 @@ BLOCK_CHARS = 2_000_000
 TURN_COLUMNS = "id, session_id, position, speaker, text, timestamp, source_id, temporal"
 """The columns of a row, in order."""
 _T_COLUMNS = ", ".join("t." + c for c in TURN_COLUMNS.split(", "))
+_COLUMNS_AFTER_ID = TURN_COLUMNS.split(", ", 1)[1]
 
 Row = tuple[int, str, int, str, str, float, str, int]
 """``(id, session_id, position, speaker, text, timestamp, source_id, temporal)``."""
@@ -59,33 +60,47 @@ class RowCache:
         self._rows: dict[int, tuple[str, Row]] = {}  # id -> (scope, row)
         self._blocks: dict[_BlockKey, dict[int, Row]] = {}  # complete: position -> row
         self._chars = 0  # text held by the rows
+        self.single: str | None = None
+        """The one user scope every stored turn is in, when a search verified it and every
+        turn stored since was read by :meth:`catch_up` in that scope (else None)."""
 
     def clear(self) -> None:
-        """Forget every row and block."""
+        """Forget every row and block (and which user the stored turns belong to)."""
         self._rows.clear()
         self._blocks.clear()
         self._chars = 0
+        self.single = None
 
     def catch_up(self, conn: sqlite3.Connection) -> None:
         """Take in the turns stored since the last call (their rows, and each into its
-        block when that block is cached)."""
-        top = int(conn.execute("SELECT coalesce(max(id), 0) FROM turns").fetchone()[0])
-        if top == self.seen:
+        block when that block is cached): one statement, the largest id and the new
+        rows (at most :data:`CATCH_UP_MAX` + 1 of them) together."""
+        seen = self.seen
+        found = conn.execute(
+            f"SELECT coalesce(max(id), 0), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+            f" FROM turns UNION ALL SELECT * FROM (SELECT id, user_id, {_COLUMNS_AFTER_ID}"
+            " FROM turns WHERE id > ?1 AND ?1 > 0 ORDER BY id LIMIT ?2)",
+            (seen, CATCH_UP_MAX + 1),
+        ).fetchall()
+        top = int(found[0][0])
+        if top == seen:
             return
-        if top < self.seen:  # not the store the cache has seen: start over
+        if top < seen:  # not the store the cache has seen: start over
             self.clear()
-        elif self.seen == 0 or top - self.seen > CATCH_UP_MAX:  # first look, bulk load
+        elif seen == 0 or len(found) - 1 > CATCH_UP_MAX:  # first look, bulk load
             self._blocks.clear()
+            self.single = None  # the new turns' users are not known
         else:
-            for scope, *rest in conn.execute(
-                f"SELECT user_id, {TURN_COLUMNS} FROM turns WHERE id > ? ORDER BY id",
-                (self.seen,),
-            ):
-                row: Row = tuple(rest)
+            single = self.single
+            for turn_id, scope, *rest in found[1:]:
+                row: Row = (turn_id, *rest)
+                if scope != single:
+                    single = None
                 self._keep(scope, row)
                 block = self._blocks.get((scope, row[1], row[2] // self.block_turns))
                 if block is not None:
                     block[row[2]] = row
+            self.single = single
         self.seen = top
 
     def _keep(self, scope: str, row: Row) -> None:
