@@ -139,3 +139,17 @@ def test_a_large_entity_index_is_read_key_by_key(tmp_path: Path,
     monkeypatch.setattr(searchcache, "LINKS_ALL", 4)  # the threshold, not our code
     _same_everywhere(store, rng, 20)
     store.close()
+
+
+def test_a_function_word_read_as_subject_links_no_entity(tmp_path: Path) -> None:
+    """"The staging database is PostgreSQL 16." reads subject "the": no entity "the",
+    so a question holding "the" does not recall the fact (it did, every turn), while a
+    question about it still does."""
+    store = FactStore(tmp_path / "holographic.db")
+    fact = store.add(FactInput("The staging database is PostgreSQL 16.")).fact
+    stored = store.get(fact.id)
+    assert stored is not None and stored.subject == "the"
+    assert "the" not in {name.casefold() for name in stored.entities}
+    assert store.search("What did we decide about the sqlite schema?", limit=6) == []
+    assert [f.id for f in store.search("which database is staging on?", limit=6)] == [fact.id]
+    store.close()

@@ -17,7 +17,7 @@ from functools import cached_property
 
 from memoryport.storage.facts.text import normalize
 
-__all__ = ["KINDS", "Entity", "entity_key", "extract_entities"]
+__all__ = ["FUNCTION_WORDS", "KINDS", "Entity", "entity_key", "extract_entities"]
 
 KINDS = ("person", "place", "org", "project", "date", "number", "thing")
 """Entity kinds, as stored."""
@@ -85,6 +85,8 @@ _SKIP = _words(
     congrats wow great nice cool anyway by as at in on for of to from with
     """
 )
+FUNCTION_WORDS = _SKIP
+"""Words that are never an entity on their own (pronouns, articles, greetings, ...)."""
 
 
 def _spans_taken(taken: list[tuple[int, int]], start: int, end: int) -> bool:

@@ -8,7 +8,12 @@ import time
 from typing import Any
 
 from memoryport.storage.facts.connection import Connection
-from memoryport.storage.facts.entities import Entity, entity_key, extract_entities
+from memoryport.storage.facts.entities import (
+    FUNCTION_WORDS,
+    Entity,
+    entity_key,
+    extract_entities,
+)
 from memoryport.storage.facts.records import FACT_COLUMNS, Fact, FactInput, fact_from_row
 from memoryport.storage.facts.text import content_hash, fts_all, fts_query, jaccard, tokens
 from memoryport.storage.facts.triples import FIRST_PERSON, Triple, conflicts, read_triple
@@ -179,10 +184,14 @@ def insert_fact(
 
 
 def _entities_for(content: str, triple: Triple | None) -> list[Entity]:
+    """The entities ``content`` names, and its statement's subject and short value; a
+    function word the statement reader took for a subject ("The staging database is ..."
+    reads subject "the") is no entity: it would link the fact to every query holding it."""
     found = extract_entities(content)
     if triple is not None:
-        if triple.subject not in ("user", "we", ""):
-            found.append(Entity(triple.subject, "person"))
+        subject = Entity(triple.subject, "person")
+        if triple.subject not in ("user", "we", "") and subject.key not in FUNCTION_WORDS:
+            found.append(subject)
         if 0 < len(triple.value.split()) <= 4:
             found.append(Entity(triple.value, "thing"))
     unique: dict[str, Entity] = {}
