@@ -244,6 +244,28 @@ class PostgresBackend:
                 total += int(fields[11]) + int(fields[12])
         return total / tick
 
+    def writer_cpu(self) -> dict[int, float] | None:
+        """CPU seconds used so far by each backend serving a store's pooled connections
+        (``application_name`` ``memoryport``), by pid: on-CPU nanoseconds from
+        ``/proc/<pid>/schedstat``, so unlike :meth:`server_cpu` it leaves out the WAL
+        writer, checkpointer and autovacuum, and short runs resolve (``None`` when the
+        server is not on this machine or not readable)."""
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                pids = [
+                    int(r[0])
+                    for r in conn.execute(
+                        "SELECT pid FROM pg_stat_activity WHERE application_name = 'memoryport'"
+                        " AND datname = current_database()"
+                    )
+                ]
+            return {
+                pid: int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+                for pid in pids
+            }
+        except (psycopg.Error, OSError, ValueError, IndexError):
+            return None
+
     def close(self) -> None:
         """Stop the server this run started (a ``--dsn`` server is left alone)."""
         if self.server is not None:

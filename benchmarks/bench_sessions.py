@@ -161,6 +161,10 @@ class Backend:
         """CPU seconds a database server has used so far (SQLite has none: ``None``)."""
         return None
 
+    def writer_cpu(self) -> dict[int, float] | None:
+        """CPU seconds of each server process serving the store, by pid (SQLite: ``None``)."""
+        return None
+
     def close(self) -> None:
         """Release what the backend started (nothing for SQLite)."""
 
@@ -191,12 +195,15 @@ def ingest_single(backend: Backend, label: str, n: int) -> float:
 def ingest_batched(backend: Backend, label: str, n: int) -> tuple[float, int, dict[str, Any]]:
     """Messages per second with one append_messages call per session; raw text bytes;
     CPU microseconds per message of this process (``client_us``) and, on PostgreSQL, of
-    the server's processes (``server_us``; ``None`` when they cannot be read).
+    the server's processes (``server_us``) and of the backend serving the store alone
+    (``backend_us``: without the WAL writer, checkpointer or autovacuum; ``None`` when
+    they cannot be read).
 
     Each session costs two write transactions (``create_session``, then the batch)."""
     store = backend.open(label)
     raw, count, elapsed, cpu = 0, 0, 0.0, 0.0
     server_start = backend.server_cpu()
+    writer_start = backend.writer_cpu()
     for session, messages in corpus(n):
         raw += sum(len(m["content"].encode()) for m in messages)
         start, cpu_start = time.perf_counter(), time.process_time()
@@ -206,13 +213,23 @@ def ingest_batched(backend: Backend, label: str, n: int) -> tuple[float, int, di
         cpu += time.process_time() - cpu_start
         count += len(messages)
     server_end = backend.server_cpu()
+    writer_end = backend.writer_cpu()
     backend.finish(store)
     server = None if server_start is None or server_end is None else server_end - server_start
     costs = {
         "client_us": round(1e6 * cpu / count, 1),
         "server_us": None if server is None else round(1e6 * server / count, 1),
+        "backend_us": _writer_us(writer_start, writer_end, count),
     }
     return count / elapsed, raw, costs
+
+
+def _writer_us(start: dict[int, float] | None, end: dict[int, float] | None, count: int) -> Any:
+    """CPU microseconds per message of the store's backends between two ``writer_cpu``
+    readings (a backend first seen at the end counts from zero)."""
+    if start is None or end is None:
+        return None
+    return round(1e6 * sum(t - start.get(pid, 0.0) for pid, t in end.items()) / count, 1)
 
 
 def ingest_one_transaction(backend: Backend, label: str, n: int) -> float:
@@ -325,7 +342,7 @@ def run_size(n: int, rounds: int, backend: Backend, *, reuse: bool = False) -> d
     one_tx: float | None = None
     commit_ms: float | None = None
     raw: int | None = None
-    costs: dict[str, Any] = {"client_us": None, "server_us": None}
+    costs: dict[str, Any] = {"client_us": None, "server_us": None, "backend_us": None}
     ingest_load: list[float] | None = None
     if reuse and backend.exists(label):
         raw = int(raw_path.read_text()) if raw_path.exists() else None
@@ -380,7 +397,8 @@ def _print(report: dict[str, Any]) -> None:
         cpu = res["ingest_batched_cpu_us_per_msg"]
         print(
             f"batched CPU per message: client {cpu['client_us']} us, server {cpu['server_us']}"
-            f" us; load average before it: {res['load_average_before_batched_ingest']}"
+            f" us (the store's backend {cpu.get('backend_us')} us); load average before it:"
+            f" {res['load_average_before_batched_ingest']}"
         )
         print(
             f"batched, one transaction per batch (sync_sessions): "
