@@ -27,6 +27,8 @@ Schema notes (the PostgreSQL twin of the SQLite layout):
   extension cannot be created (not installed, no privilege) the index is skipped,
   ``meta.trigram_index`` says ``missing``, and CJK search still works by an unindexed
   ``ILIKE`` scan. ``rebuild_index`` retries.
+* ``messages.session_id`` has no foreign key since m060: statement-level triggers keep
+  its rules (checked once per ``INSERT``, same locks, deletes cascade).
 """
 
 from __future__ import annotations
