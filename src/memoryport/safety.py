@@ -32,7 +32,7 @@ import bisect
 import os
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -109,6 +109,14 @@ class _Rule:
     requires: tuple[str, ...]
     regex: re.Pattern[str]
     why: str
+    # ``requires`` split once: words (looked up in the text's word set), other substrings
+    gate_words: frozenset[str] = field(init=False, repr=False, compare=False)
+    gate_text: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        words = tuple(r for r in self.requires if r.isascii() and r.isalnum())
+        object.__setattr__(self, "gate_words", frozenset(words))
+        object.__setattr__(self, "gate_text", tuple(r for r in self.requires if r not in words))
 
 
 # Rules run on lower-cased text: patterns are lower case, compiled without IGNORECASE
@@ -176,8 +184,8 @@ def _gate_words(rule: _Rule) -> tuple[str, ...]:
 def _gate_open(rule: _Rule, present: frozenset[str], lowered: str) -> bool:
     """True when ``rule`` may match: no ``requires``, or one of them occurs (a word in
     ``present``, any other entry as a substring of ``lowered``)."""
-    return not rule.requires or any(
-        r in present if r.isascii() and r.isalnum() else r in lowered for r in rule.requires)
+    return not rule.requires or not rule.gate_words.isdisjoint(present) or any(
+        r in lowered for r in rule.gate_text)
 
 
 _INDEX = _build_index(_RULES)
