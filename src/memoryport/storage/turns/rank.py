@@ -45,6 +45,7 @@ the midpoint of the two halves' fits with the ``dense`` signal present.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
@@ -256,11 +257,11 @@ def _keep_first(base: list[float], main: Sequence[float], listed: Sequence[float
     keep their ``base`` order, lifted above every other candidate."""
     scale = weight / max(listed)
     out = [b + scale * value for b, value in zip(base, listed, strict=True)]
-    kept = sorted(range(len(base)), key=lambda i: (-base[i], -main[i], i))[:LIST_KEEP]
+    kept = heapq.nlargest(LIST_KEEP, range(len(base)), key=lambda i: (base[i], main[i], -i))
     held = set(kept)
-    others = [out[i] for i in range(len(base)) if i not in held]
-    if kept and others:
-        lift = max(0.0, max(others) - min(base[i] for i in kept)) + 1e-6
+    others = max((v for i, v in enumerate(out) if i not in held), default=None)
+    if others is not None:
+        lift = max(0.0, others - min(base[i] for i in kept)) + 1e-6
         for i in kept:
             out[i] = base[i] + lift
     return out
