@@ -11,14 +11,16 @@ need neither the ``embeddings`` extra's model nor a download.
 from __future__ import annotations
 
 import math
+import sys
 from array import array
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from memoryport.storage.turns import TurnIndex, TurnInput, Weights
+from memoryport.storage.turns import Components, TurnIndex, TurnInput, Weights
 from memoryport.storage.turns.rank import (
     DENSE_WEIGHTS,
     LIST_KEEP,
@@ -156,3 +158,22 @@ def test_without_a_model_nothing_is_listed(tmp_path: Path) -> None:
         parts = index.candidates(LIST_QUESTION)[1]
         assert parts and not any(p.listed or p.expand for p in parts)
         assert "D20:1" not in [h.source_id for h in index.search(LIST_QUESTION, limit=10)]
+
+
+def test_the_benchmark_fit_ranks_as_the_index() -> None:
+    """``benchmarks/locomo_retrieval.py --folds`` fits weights with its own numpy scoring;
+    with ``listed`` it must order candidates as :func:`combine_columns` does."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import _locomo_holo as holo
+
+    parts = [Components(main=m, prev=0.0, next=0.0, session=0.0, speaker=1.0, window=0.0,
+                        when=0.0, dense=d, expand=e, listed=e)
+             for m, d, e in ((9, 1, 0), (8, 0, 0), (7, 2, 0), (6, 0, 1), (5, 0, 0),
+                             (4, 0, 3), (3, 1, 0), (2, 0, 5), (1, 0, 4))]
+    for weights in (DENSE_WEIGHTS, replace(DENSE_WEIGHTS, listed=0.0), Weights()):
+        expected = combine_columns([list(c) for c in zip(*parts, strict=True)], weights)
+        normed, main = holo._matrix(parts)
+        vector = [getattr(weights, name) for name in Components._fields]
+        got = holo._scores(normed, main, np.array(vector, dtype=np.float64))
+        order = sorted(range(len(parts)), key=lambda i: -expected[i])
+        assert sorted(range(len(parts)), key=lambda i: -got[i]) == order
