@@ -3,9 +3,10 @@ kept in memory once read.
 
 * **Writing.** ``add_turns`` commits a turn without its vector and hands the turn to this
   index's :class:`VectorWriter`, a background thread (as the SQLite index's
-  :class:`~.vectors.DenseIndex` writer): it embeds a batch of turns and the words of
-  theirs the user's vocabulary lacks (:mod:`.postgres_expand`) with no lock held and no
-  transaction open, then stores the vectors and the words in one transaction. So a turn
+  :class:`~.vectors.DenseIndex` writer, on its own connection): once the index's writes
+  pause (:data:`PAUSE`), it embeds a batch of turns and the words of theirs the user's
+  vocabulary lacks (:mod:`.postgres_expand`) with no lock held and no transaction open,
+  then stores the vectors and the words in one transaction. So a turn
   that has its vector has its words too, and a crash leaves turns without a vector,
   never a vector without its turn. The first write or search of a user in a process
   back-fills that user's turns left without a vector (a crash, an index opened without
@@ -22,6 +23,7 @@ kept in memory once read.
 from __future__ import annotations
 
 import threading
+import time
 from array import array
 from collections.abc import Sequence
 from struct import Struct
@@ -45,6 +47,14 @@ VECTOR_CACHE = 100_000
 dimensions; the older half is dropped when full)."""
 BACKFILL_CHUNK = 500
 """Turn ids the writer checks for a missing vector per read when back-filling a user."""
+PAUSE = 0.05
+"""Seconds without a new turn the writer waits for before it embeds (unless a flush
+waits): the model and the turn's write would share the CPU and the interpreter, and a
+turn's round trips each wait for the interpreter the model holds (LoCoMo ingest here, 300
+turns back to back at load 6: 5-8 ms a turn alone, 16-20 ms while the writer embeds)."""
+MAX_DEFER = 2.0
+"""The longest the writer defers a batch for :data:`PAUSE` (a steady stream of turns
+still gets a batch embedded every two seconds)."""
 
 _HEAD = Struct(">iiiii").pack  # dimensions, has nulls, element oid, length, lower bound
 
@@ -166,6 +176,8 @@ class VectorWriter:
         self._backfill: dict[str, int] = {}  # scope -> last turn id checked
         self._touched: set[str] = set()  # scopes back-filled (or being) by this process
         self._busy = self._stopping = False
+        self._flushing = 0  # flush() calls waiting: no deferring
+        self._last_add = 0.0  # when the index last handed over turns (monotonic)
         self._thread: threading.Thread | None = None
         self.error = ""
         """The last error of the writer ("" when none)."""
@@ -174,6 +186,7 @@ class VectorWriter:
         """Embed ``turns`` (id -> text) of ``scope``, just committed."""
         with self._cond:
             self._queue.setdefault(scope, {}).update(turns)
+            self._last_add = time.monotonic()
         self.touch(scope)
 
     def touch(self, scope: str) -> None:
@@ -196,9 +209,14 @@ class VectorWriter:
         """Wait until every turn handed over (and every back-fill) is done; False when
         ``timeout`` seconds passed first or the writer is stopped."""
         with self._cond:
-            return self._cond.wait_for(
-                lambda: self._stopping or not (self._busy or self._work()), timeout
-            ) and not self._stopping
+            self._flushing += 1
+            self._cond.notify_all()
+            try:
+                return self._cond.wait_for(
+                    lambda: self._stopping or not (self._busy or self._work()), timeout
+                ) and not self._stopping
+            finally:
+                self._flushing -= 1
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop after the current batch (what is left is back-filled later)."""
@@ -218,6 +236,7 @@ class VectorWriter:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: self._stopping or self._work())
+                self._defer()
                 if self._stopping:
                     self._busy = False
                     self._cond.notify_all()
@@ -237,6 +256,17 @@ class VectorWriter:
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
+
+    def _defer(self) -> None:
+        """Wait (holding the condition) for :data:`PAUSE` seconds without a new turn, at
+        most :data:`MAX_DEFER`; not while a flush waits or the writer stops."""
+        start = time.monotonic()
+        while not self._stopping and not self._flushing:
+            now = time.monotonic()
+            quiet = self._last_add + PAUSE - now
+            if quiet <= 0 or now - start >= MAX_DEFER:
+                return
+            self._cond.wait(min(quiet, start + MAX_DEFER - now))
 
     def _take(self) -> tuple[str, dict[int, str], bool]:
         """The next batch (caller holds the condition): queued turns first, in id order,
