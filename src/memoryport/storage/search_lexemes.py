@@ -38,12 +38,16 @@ import Stemmer
 from psycopg import sql
 
 from memoryport.storage.sessions.query import Node, Not, Or, Term
+from memoryport.storage.timeexpr import may_hold
 
 __all__ = [
     "SEARCH_FOLD",
     "VERSION",
+    "ascii_words",
     "document",
     "document_of_row",
+    "document_of_words",
+    "documents_of_rows",
     "fold_text",
     "restamp",
     "stale",
@@ -131,14 +135,41 @@ def _entry(word: str) -> str:
     return f"'{_stem_word(word)}'"
 
 
-def _ascii_entry(word: bytes) -> str:
-    return f"'{_stem_word(word.decode())}'"
+def _ascii_stem(word: bytes) -> str:
+    return _stem_word(word.decode())
 
 
-_ASCII_WORDS = bytes(c if chr(c).isascii() and chr(c).isalnum() else 32 for c in range(256))
-"""``bytes.translate`` table: ASCII letters and digits kept, every other byte a space (so
-``split()`` gives what ``_WORD`` finds in lower-cased ASCII text: ``_`` separates too)."""
-_ASCII_ENTRIES: dict[bytes, str] = {}
+_ASCII_WORDS = bytes(
+    ord(chr(c).lower()) if chr(c).isascii() and chr(c).isalnum() else 32 for c in range(256)
+)
+"""``bytes.translate`` table: ASCII letters lower-cased, digits kept, every other byte a
+space (so ``split()`` gives what ``_WORD`` finds in lower-cased ASCII text: ``_``
+separates too)."""
+_ASCII_STEMS: dict[bytes, str] = {}
+_LITERALS: list[str] = []
+"""``_LITERALS[n]``: the ``tsvector`` literal of ``n`` lexemes as a ``%`` template."""
+
+
+def ascii_words(text: str) -> list[bytes] | None:
+    """The lower-cased words of ``text`` as :func:`document` splits them, when the text is
+    ASCII and short enough for its fast path (most messages); else None. The ingest path
+    reuses them for ``timeexpr.may_hold`` (one split for the lexemes and the time words)."""
+    if len(text) <= _LONG and text.isascii():
+        return text.encode().translate(_ASCII_WORDS).split()
+    return None
+
+
+def document_of_words(words: list[bytes]) -> str:
+    """:func:`document` of the text :func:`ascii_words` split into ``words``: one ``%``
+    of a template cached per word count (no string per entry: about half the time of
+    joining ``'stem':position`` entries)."""
+    stems = _cached(words, _ASCII_STEMS, _ascii_stem)
+    count = len(stems)
+    if count >= len(_LITERALS):  # at most _LONG // 2 + 1 words: built once each
+        _LITERALS.extend(
+            " ".join(f"'%s':{i}" for i in range(1, n + 1)) for n in range(len(_LITERALS), count + 1)
+        )
+    return _LITERALS[count] % tuple(stems)
 
 
 def _merged(words: list[str]) -> str:
@@ -171,10 +202,9 @@ def document(parts: Iterable[str | None]) -> str:
     merged here, see :func:`_merged`). Lexemes hold only letters and digits, so the
     quotes need no escaping; a word over 2,046 bytes is left out, as PostgreSQL does."""
     text = " ".join(p for p in parts if p)
-    if len(text) <= _LONG and text.isascii():  # most messages: one C pass, no regex
-        ascii_words = text.lower().encode().translate(_ASCII_WORDS).split()
-        entries = _cached(ascii_words, _ASCII_ENTRIES, _ascii_entry)
-        return " ".join(map(str.__add__, entries, _POSITIONS))
+    short = ascii_words(text)
+    if short is not None:  # most messages: one C pass, no regex
+        return document_of_words(short)
     words = _words(text)
     if len(text) > _LONG and max(map(len, words), default=0) > _LONG:
         words = [w for w in words if len(w.encode()) <= _MAX_LEXEME_BYTES]
@@ -191,6 +221,29 @@ def document_of_row(row: Sequence[Any]) -> str:
     if row[4] is None and row[5] is None:
         return document((row[2],))
     return document((row[2], row[4], row[5]))
+
+
+def documents_of_rows(rows: Iterable[Sequence[Any]]) -> tuple[list[str], list[bool]]:
+    """:func:`document_of_row` of each row, and whether its content may hold a time
+    expression (False only when ``temporal.event_rows`` of it is ``[]``: the words split
+    for the lexemes also answer ``timeexpr.may_hold``, so most messages skip the time
+    parser without a second split)."""
+    literals: list[str] = []
+    timed: list[bool] = []
+    for row in rows:
+        content = row[2]
+        if row[4] is None and row[5] is None:
+            text = content or ""
+        else:
+            text = " ".join(p for p in (content, row[4], row[5]) if p)
+        words = ascii_words(text)
+        if words is None:
+            literals.append(document((text,)))
+            timed.append(bool(content))
+        else:
+            literals.append(document_of_words(words))
+            timed.append(bool(content) and may_hold(content, words))
+    return literals, timed
 
 
 # ---------------------------------------------------------------------------- queries

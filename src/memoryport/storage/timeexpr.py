@@ -20,27 +20,27 @@ Understood (case-insensitive, English):
   after July 24, 2023", "the week of 3 March 2024";
 * "since March", "since last week": from that window's start up to the anchor's day.
 
-Why rules rather than ``dateparser`` (measured, 1.5.0): it pulls 13 MB of dependencies,
-imports in 70-85 ms, takes 3.7 s on its first parse, finds expressions in running text at
-~2.7 ms per message (write time needs microseconds: the store ingests ~36k messages/s),
-returns points rather than windows with a precision, and does not parse "the week before
-16 Nov 2023" or "since March".
+Why rules rather than ``dateparser`` (1.5.0): 13 MB of dependencies, ~2.7 ms per message in
+running text (write time needs microseconds), points rather than windows, and no "the week
+before 16 Nov 2023" or "since March".
 
 Speed (~4.5 us per chat turn): a text's words (one byte translation) meet the time words in
-one set lookup; a text that passes runs only the rules whose words it holds, as lower-case
-patterns on the lower-cased text. Text whose lower-casing moves offsets, or with a dotless
-i, long s or non-ASCII digit, runs each rule's gate and IGNORECASE pattern on the text.
+one set lookup (:func:`may_hold` reuses the search lexemes' split); a text that passes runs
+only the rules whose words it holds, as lower-case patterns on the lower-cased text. Text
+whose lower-casing moves offsets, or with a dotless i, long s or non-ASCII digit, runs each
+rule's gate and IGNORECASE pattern on the text.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Literal
 
-__all__ = ["MONTHS", "PRECISIONS", "Precision", "TimeExpr", "has_time_words", "resolve"]
+__all__ = ["MONTHS", "PRECISIONS", "Precision", "TimeExpr", "has_time_words", "may_hold",
+           "resolve"]  # fmt: skip
 
 Precision = Literal["day", "week", "month", "year"]
 PRECISIONS: tuple[Precision, ...] = ("day", "week", "month", "year")
@@ -120,7 +120,6 @@ _WORDS = frozenset(
 )
 """The words (whole words, lower case) at least one of which every expression contains."""
 
-
 _ISO_GATE = re.compile(r"-(?<=\d-)[01]\d-")  # = \d-[01]\d-, found by its literal "-"
 """The middle of an ISO date (``2023-11-16``)."""
 
@@ -128,6 +127,13 @@ _ISO_GATE = re.compile(r"-(?<=\d-)[01]\d-")  # = \d-[01]\d-, found by its litera
 def has_time_words(text: str) -> bool:
     """True when ``text`` has a word any expression needs (a fast pre-check)."""
     return _scan(text) is not None
+
+
+def may_hold(text: str, words: Collection[bytes]) -> bool:
+    """False when ASCII ``text`` holds no expression (``resolve`` gives ``[]``), judged from
+    ``words``: the lower-cased words of ``text``, or of a text containing it, split at every
+    byte not an ASCII letter or digit (``search_lexemes.ascii_words``)."""
+    return not _NEEDLES.isdisjoint(words) or ("-" in text and _ISO_GATE.search(text) is not None)
 
 
 # --------------------------------------------------------------------------- calendar
@@ -170,23 +176,15 @@ def _season(year: int, first_month: int) -> tuple[date, date, Precision]:
 
 def _unit(unit: str, day: date) -> tuple[date, date, Precision]:
     unit = unit.rstrip("s")
-    if unit == "day":
-        return _day(day)
-    if unit == "week":
-        return _week(day)
-    if unit == "weekend":
-        return _weekend(day)
-    if unit == "month":
-        return _month(day.year, day.month)
-    return _year(day.year)
+    if unit in ("day", "week", "weekend"):
+        return {"day": _day, "week": _week, "weekend": _weekend}[unit](day)
+    return _month(day.year, day.month) if unit == "month" else _year(day.year)
 
 
 def _shift(day: date, unit: str, count: int) -> date:
     unit = unit.rstrip("s")
-    if unit in ("day",):
-        return day + timedelta(days=count)
-    if unit in ("week", "weekend"):
-        return day + timedelta(days=7 * count)
+    if unit in ("day", "week", "weekend"):
+        return day + timedelta(days=(1 if unit == "day" else 7) * count)
     if unit == "month":
         moved = _add_months(day, count)
         return moved.replace(day=min(day.day, 28))

@@ -39,7 +39,7 @@ from memoryport.storage.sessions.records import (
     SyncReport,
     check_session_fields,
     check_sort,
-    coerce_message,
+    coerce_messages,
 )
 from memoryport.types import valid_text
 
@@ -279,7 +279,7 @@ class SessionStore(ABC):
 
         Updates ``message_count``, ``tool_call_count`` and ``last_active_at``.
         """
-        items = [coerce_message(m) for m in messages]
+        items = coerce_messages(messages)
         if not items:
             return []
         now = time.time()
@@ -297,7 +297,7 @@ class SessionStore(ABC):
         A session not stored is created from the record (with its messages), one stored with
         fewer messages gets the rest appended and its updatable fields set, others are left
         alone. A parent must be stored or earlier in ``entries`` (else ``SessionNotFound``)."""
-        items = [(record, [coerce_message(m) for m in messages]) for record, messages in entries]
+        items = [(record, coerce_messages(messages)) for record, messages in entries]
         return self._sync(items, time.time())
 
     def _sync(self, entries: list[tuple[SessionRecord, list[MessageInput]]], now: float

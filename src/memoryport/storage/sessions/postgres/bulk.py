@@ -15,7 +15,7 @@ from psycopg import sql
 from memoryport.errors import SessionNotFound, StoreError
 from memoryport.storage import search_lexemes
 from memoryport.storage.postgres_wire import BinaryArray, float8_array, rendered, text_array
-from memoryport.storage.search_lexemes import document_of_row
+from memoryport.storage.search_lexemes import document_of_row, documents_of_rows
 from memoryport.storage.sessions.portable import ExportWriter, Progress
 from memoryport.storage.sessions.postgres.dialect import (
     encode_text,
@@ -276,10 +276,8 @@ def index_problems(cur: Cursor, schema: sql.Identifier) -> tuple[list[str], int]
 
 
 # ---------------------------------------------------------------- batched appends
-# Batched appends for the PostgreSQL session store: one round trip per batch.
-#
-# ``append_batch`` queues, in pipeline mode, prepared statements with the batch as column
-# arrays, and the caller's transaction queues ``COMMIT`` behind them:
+# Batched appends: one round trip per batch. ``append_batch`` queues, in pipeline mode,
+# prepared statements with the batch as column arrays, and the caller's ``COMMIT``:
 #
 # * the session's counters are updated for the whole batch (``UPDATE ... RETURNING`` in a
 #   CTE; no row, no insert, so an unknown session leaves nothing behind), and the first
@@ -301,17 +299,9 @@ def index_problems(cur: Cursor, schema: sql.Identifier) -> tuple[list[str], int]
 # connection (``prepare=True``), so the server plans it once. The arrays travel in binary
 # (``%b``): no quoting to write in Python nor to parse on the server.
 
-_COLUMNS = (
-    ("role", "text"),
-    ("content", "text"),
-    ("timestamp", "float8"),
-    ("tool_name", "text"),
-    ("tool_calls", "text"),
-    ("tool_call_id", "text"),
-    ("reasoning", "text"),
-    ("metadata", "text"),
-    ("tsv", "text"),
-)
+_COLUMNS = (("role", "text"), ("content", "text"), ("timestamp", "float8"), ("tool_name", "text"),
+            ("tool_calls", "text"), ("tool_call_id", "text"), ("reasoning", "text"),
+            ("metadata", "text"), ("tsv", "text"))  # fmt: skip
 """The message columns after ``session_id`` (``MESSAGE_INSERT_COLUMNS`` order, then the
 ``tsvector`` literal of :func:`memoryport.storage.search_lexemes.document`)."""
 
@@ -379,9 +369,11 @@ def _positional_events_statement(schema: sql.Identifier) -> sql.Composed:
     ).format(s=schema)
 
 
-def _columns(rows: Sequence[tuple[Any, ...]], skip: int, encoding: str) -> list[BinaryArray]:
+def _columns(rows: Sequence[tuple[Any, ...]], skip: int, encoding: str, timed: list[bool]
+             ) -> list[BinaryArray]:  # fmt: skip
     """Binary column arrays of ``message_values`` rows (the first ``skip`` columns left
-    out), then the rows' ``tsvector`` literals.
+    out), then the rows' ``tsvector`` literals; ``timed`` gets each row's time flag
+    (``search_lexemes.documents_of_rows``).
 
     Built here rather than by psycopg's list dumpers, which pick and call a dumper for
     every element (~3 us a message); here a column of NULLs is one multiplication and a
@@ -391,8 +383,18 @@ def _columns(rows: Sequence[tuple[Any, ...]], skip: int, encoding: str) -> list[
         float8_array(c) if i == _TIMESTAMP - skip else text_array(c, encoding)
         for i, c in enumerate(columns)
     ]
-    arrays.append(text_array([document_of_row(r) for r in rows], encoding))
+    literals, flags = documents_of_rows(rows)
+    timed.extend(flags)
+    arrays.append(text_array(literals, encoding))
     return arrays
+
+
+def _event_columns(rows: Sequence[tuple[Any, ...]], timed: Sequence[bool]) -> list[list[Any]]:
+    """The five event arrays of :func:`_positional_events_statement` for ``rows`` (1-based
+    positions; rows not ``timed`` hold no expression), ``[]`` when they have none."""
+    events = [e for pos, (r, t) in enumerate(zip(rows, timed, strict=True), 1) if t
+              for e in event_rows(pos, r[2], r[3])]  # fmt: skip
+    return [list(c) for c in zip(*events, strict=True)]
 
 
 _TIMESTAMP = 3
@@ -413,7 +415,8 @@ def append_batch(
     tool_calls = sum(len(m.tool_calls or []) for m in items)
     last = max(now if m.timestamp is None else float(m.timestamp) for m in items)
     rows = [message_values(session_id, m, now) for m in items[:_FIRST_CHUNK]]
-    head = [len(items), tool_calls, last, session_id, *_columns(rows, 1, encoding)]
+    timed: list[bool] = []
+    head = [len(items), tool_calls, last, session_id, *_columns(rows, 1, encoding, timed)]
     cur.execute(rendered(cur, schema, append_statement), head, prepare=True)
     cursors = [cur]
     for start in range(_FIRST_CHUNK, len(items), _CHUNK):
@@ -421,11 +424,10 @@ def append_batch(
         rows.extend(chunk)
         more = conn.cursor()
         more_sql = rendered(cur, schema, _more_statement)
-        more.execute(more_sql, [session_id, *_columns(chunk, 1, encoding)], prepare=True)
+        more.execute(more_sql, [session_id, *_columns(chunk, 1, encoding, timed)], prepare=True)
         cursors.append(more)
-    events = [e for pos, r in enumerate(rows, 1) for e in event_rows(pos, r[2], r[3])]
-    if events:
-        event_columns = [list(c) for c in zip(*events, strict=True)]
+    event_columns = _event_columns(rows, timed)
+    if event_columns:
         with conn.cursor() as other:
             other.execute(rendered(cur, schema, _positional_events_statement),
                           [session_id, len(rows), *event_columns], prepare=True)  # fmt: skip
@@ -442,16 +444,16 @@ def _insert_rows(
     rows = [r for _, new in batches for r in new]
     insert = rendered(cur, schema, _rows_statement)
     encoding = cur.connection.info.encoding
-    start = 0
+    start, timed = 0, []
     while start < len(rows):
         end = start + (_CHUNK if start else _FIRST_CHUNK)
-        cur.execute(insert, _columns(rows[start:end], 0, encoding), prepare=True)
+        cur.execute(insert, _columns(rows[start:end], 0, encoding, timed), prepare=True)
         start = end
-    per_session = []
+    per_session, start = [], 0
     for session_id, new in batches:
-        events = [e for pos, r in enumerate(new, 1) for e in event_rows(pos, r[2], r[3])]
-        if events:
-            event_columns = [list(c) for c in zip(*events, strict=True)]
+        event_columns = _event_columns(new, timed[start : start + len(new)])
+        start += len(new)
+        if event_columns:
             per_session.append([session_id, len(new), *event_columns])
     if per_session:
         cur.executemany(rendered(cur, schema, _positional_events_statement), per_session)

@@ -263,13 +263,15 @@ class PostgresSessionStore(SessionStore):
             values[2] = values[2] or row[0]
             return inserted(cur.execute(session_insert(cur, self._s), values).fetchone())
 
-        def queue(cur: Cursor) -> Callable[[], SessionRecord]:
-            cur.execute(session_insert(cur, self._s), session_row(draft))
-            return lambda: inserted(cur.fetchone())
+        def alone(cur: Cursor) -> SessionRecord:
+            insert = session_insert(cur, self._s)
+            return inserted(cur.execute(insert, session_row(draft), prepare=True).fetchone())
 
         if draft.parent_session_id:
             return self._run(do)
-        return self._run_pipelined(queue)  # BEGIN, INSERT, COMMIT: one round trip
+        # one statement committing on its own (autocommit): one round trip, and neither
+        # a pipeline nor BEGIN/COMMIT to send, parse and answer
+        return self._attempts(lambda conn: _bare(conn, alone), "write")
 
     def _update_session(self, session_id: str, values: Mapping[str, Any]) -> SessionRecord:
         assignments = sql.SQL(", ").join(
