@@ -21,8 +21,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
@@ -32,6 +31,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memoryport.errors import ConfigError, MigrationError
+from memoryport.storage.postgres_ledger import SchemaLedger, ensure_ledger
 from memoryport.storage.sessions import migrate as runner
 from memoryport.storage.sessions.postgres.connect import CONNECT_TIMEOUT_S, check_connection
 from memoryport.storage.sessions.postgres.migrations import SCOPE_SETTING
@@ -42,7 +42,6 @@ T = TypeVar("T")
 Cursor = psycopg.Cursor[Any]
 Migration = Callable[[Cursor, sql.Identifier], None]
 
-_LOCK_KEY = 0x6D656D706F7274  # the session store's migration lock: one lock for all of them
 _SCOPE = f"current_setting('{SCOPE_SETTING}', true)"
 _OWN_OR_SHARED = f"{_SCOPE} = '*' OR user_id = {_SCOPE} OR user_id = ''"
 
@@ -112,60 +111,14 @@ MIGRATIONS: list[tuple[str, Migration]] = [
 """Append-only: never edit or reorder a released migration, add a new one at the end."""
 
 
-class _Ledger:
-    """The shared runner's ledger: ``<schema>._migrations`` under the advisory lock."""
-
-    def __init__(self, conn: psycopg.Connection[Any], schema: sql.Identifier) -> None:
-        self._conn = conn
-        self._schema = schema
-        self._cur: Cursor | None = None
-
-    def done(self) -> set[str]:
-        ledger = sql.SQL("{s}._migrations").format(s=self._schema).as_string(self._conn)
-        if self._conn.execute("SELECT to_regclass(%s)", (ledger,)).fetchone() in (None, (None,)):
-            return set()
-        query = sql.SQL("SELECT name FROM {s}._migrations").format(s=self._schema)
-        return {row[0] for row in self._conn.execute(query)}
-
-    @contextmanager
-    def transaction(self, name: str) -> Iterator[None]:
-        try:
-            with self._conn.transaction(), self._conn.cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-                cur.execute("SELECT set_config(%s, '*', true)", (SCOPE_SETTING,))
-                cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {s}").format(s=self._schema))
-                cur.execute(
-                    sql.SQL(
-                        "CREATE TABLE IF NOT EXISTS {s}._migrations "
-                        "(name text PRIMARY KEY, applied_at double precision NOT NULL)"
-                    ).format(s=self._schema)
-                )
-                self._cur = cur
-                yield
-        except psycopg.Error as exc:
-            raise runner.failed(name, exc) from exc
-        finally:
-            self._cur = None
-
-    def run(self, step: Migration) -> None:
-        if self._cur is None:
-            raise MigrationError("a migration step ran outside its transaction")
-        step(self._cur, self._schema)
-
-    def record(self, name: str, applied_at: float) -> None:
-        if self._cur is None:
-            raise MigrationError("a migration step ran outside its transaction")
-        self._cur.execute(
-            sql.SQL("INSERT INTO {s}._migrations(name, applied_at) VALUES (%s, %s)").format(
-                s=self._schema
-            ),
-            (name, applied_at),
-        )
-
-
 def migrate(conn: psycopg.Connection[Any], schema: str) -> list[str]:
-    """Apply the pending curated/audit migrations to ``schema`` (``conn`` in autocommit)."""
-    return runner.migrate(MIGRATIONS, _Ledger(conn, sql.Identifier(schema)))
+    """Apply the pending curated/audit migrations to ``schema`` (``conn`` in autocommit)
+    through the session store's ledger (:mod:`memoryport.storage.postgres_ledger`): the
+    same ``_migrations`` table, advisory lock and statements, each migration run with
+    every user's rows in scope."""
+    ident = sql.Identifier(schema)
+    ensure_ledger(conn, ident)
+    return runner.migrate(MIGRATIONS, SchemaLedger(conn, ident, SCOPE_SETTING))
 
 
 _TRIES = 5
