@@ -31,7 +31,7 @@ __all__ = ["CACHE_ENTRIES", "LINKS_ALL", "SearchCache", "ordered"]
 CACHE_ENTRIES = 4096
 """The most keys, fact rows or name lists a cache holds (each cleared when full)."""
 LINKS_ALL = 2048
-"""A user with at most this many entity links has them all read at the first search of
+"""A user with at most this many entity links has them all read at the second search of
 a generation (one query); a larger store reads the keys each query names, once each."""
 
 _F = ", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))
@@ -54,6 +54,7 @@ class SearchCache:
         self._names: dict[int, tuple[str, ...]] = {}  # fact id -> entity names by id
         self._latest: dict[str, float | None] = {}  # user -> latest time a fact was stated
         self._complete: dict[str, bool] = {}  # user -> all their links are in _keys
+        self._searches = 0  # searches since the generation was read
 
     def clear(self) -> None:
         """Forget every entry."""
@@ -62,6 +63,7 @@ class SearchCache:
         self._names.clear()
         self._latest.clear()
         self._complete.clear()
+        self._searches = 0
 
     def check(self, conn: Connection) -> None:
         """Read the tables' generation (first, inside the search's read transaction);
@@ -71,15 +73,17 @@ class SearchCache:
         if generation is None or generation != self.generation:
             self.clear()
         self.generation = generation
+        self._searches += 1
 
     def linked(self, conn: Connection, user_id: str, keys: Iterable[str]) -> set[int]:
         """Ids of the facts linked to an entity of ``user_id`` whose key is one of
-        ``keys`` (what ``read._entity_boost`` selects). A user with at most
-        :data:`LINKS_ALL` links has them all read at once (a query's words are mostly
-        not entity keys: no query for those); otherwise each key is read once."""
-        if user_id not in self._complete:
-            self._read_all(conn, user_id)
-        complete = self._complete[user_id]
+        ``keys`` (what ``read._entity_boost`` selects). From the second search of a
+        generation on, a user with at most :data:`LINKS_ALL` links has them all read at
+        once (a query's words are mostly not entity keys: no query for those; a store
+        whose facts change every turn keeps reading only the keys each query names)."""
+        if user_id not in self._complete and self._searches > 1:
+            self._read_all(conn, user_id)  # a second search in this generation: worth it
+        complete = self._complete.get(user_id, False)
         out: set[int] = set()
         missing = []
         for key in set(keys):
