@@ -15,7 +15,6 @@ postings, blocks, statistics, events and vectors commit together.
 from __future__ import annotations
 
 import threading
-import time
 from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -42,6 +41,7 @@ from memoryport.storage.turns.postgres_vectors import (
     read_vectors,
     store_vectors,
 )
+from memoryport.storage.turns.postgres_write import insert_turns
 from memoryport.storage.turns.rank import Weights
 from memoryport.storage.turns.schema import BLOCK_TURNS
 
@@ -170,10 +170,13 @@ class PostgresTurnIndex(base.TurnIndex):
         for scope in dict.fromkeys(base._scope(t.user_id) for t in checked):
             mine = [n for n, t in enumerate(checked) if base._scope(t.user_id) == scope]
 
-            def insert(cur: Cursor, user: str = scope, picked: list[int] = mine) -> list[int]:
-                return self._insert_scope(
-                    cur, user, [checked[n] for n in picked], [counted[n] for n in picked])
-            for n, turn_id in zip(mine, self._run(insert, "write", scope), strict=True):
+            def insert(cur: Cursor, user: str = scope, picked: list[int] = mine
+                       ) -> Callable[[], list[int]]:
+                return insert_turns(cur, self._s, user, [checked[n] for n in picked],
+                                    [counted[n] for n in picked])
+            with self._lock:
+                stored = self._link.pipelined(insert, "write", scope)
+            for n, turn_id in zip(mine, stored, strict=True):
                 out[n] = turn_id
             if self._vector_writer is not None:  # committed: embedded off the turn's path
                 self._vector_writer.added(scope, {out[n]: checked[n].text for n in mine})
@@ -184,36 +187,6 @@ class PostgresTurnIndex(base.TurnIndex):
         its words (True), or ``timeout`` seconds passed (False); True at once without an
         embedder."""
         return self._vector_writer is None or self._vector_writer.flush(timeout)
-
-    def _insert_scope(self, cur: Cursor, user: str, turns: list[base.TurnInput],
-                      counted: list[Counter[str]]) -> list[int]:
-        """Insert one user's turns, their postings, blocks, statistics, events, vectors
-        (after the user's write lock: positions are read, then written)."""
-        pgschema.lock_user(cur, pgschema.TURNS_LOCK, user)
-        nexts: dict[str, int] = {}
-        for session in dict.fromkeys(t.session_id for t in turns):
-            row = cur.execute(self._q(
-                "SELECT coalesce(max(position) + 1, 0) FROM {s}.turns"
-                " WHERE user_id = %s AND session_id = %s"), (user, session)).fetchone()
-            nexts[session] = int(row[0]) if row else 0
-        now = time.time()
-        rows = []
-        for turn, bag in zip(turns, counted, strict=True):
-            position = nexts[turn.session_id]
-            nexts[turn.session_id] = position + 1
-            rows.append((user, turn.session_id, position, turn.speaker, turn.text,
-                         float(turn.timestamp), turn.source_id, now,
-                         int(has_temporal_expression(turn.text)), sum(bag.values())))
-        found = cur.execute(self._q(
-            "INSERT INTO {s}.turns(user_id, session_id, position, speaker, text, timestamp,"
-            " source_id, recorded_at, temporal, length) SELECT * FROM unnest("
-            "%s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::float8[],"
-            " %s::text[], %s::float8[], %s::int[], %s::int[])"
-            " RETURNING session_id, position, id"),
-            [list(col) for col in zip(*rows, strict=True)]).fetchall()
-        by_key = {(session, position): int(i) for session, position, i in found}
-        ids = [by_key[(r[1], r[2])] for r in rows]
-        return self._index_rows(cur, user, turns, counted, rows, ids)
 
     def _index_rows(self, cur: Cursor, user: str, turns: list[base.TurnInput],
                     counted: list[Counter[str]], rows: list[tuple[Any, ...]], ids: list[int]

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from memoryport.errors import StoreError
+from memoryport.storage import postgres_wire
 from memoryport.storage.turns import postgres_schema as pgschema
 
 __all__ = ["PgLink"]
@@ -43,17 +44,8 @@ class PgLink:
         server restart, a dropped network) opens a new one; the call that broke it has
         already raised ``StoreError`` (nothing is retried: a write's fate is the
         server's)."""
-        if self.closed:
-            raise StoreError(f"the turn index on {self.where} is closed")
         try:
-            if self.conn.broken or self.conn.closed:  # the server went away: reconnect
-                self.conn = psycopg.connect(self.dsn, autocommit=True,
-                                            application_name="memoryport")
-                self.current = None
-            if self.current != scope:
-                self.current = None
-                pgschema.set_scope(self.conn, scope)
-                self.current = scope
+            self._ready(scope)
             with self.conn.cursor() as cur:
                 if not write:
                     return fn(cur)
@@ -62,6 +54,29 @@ class PgLink:
                     return fn(cur)
         except psycopg.Error as exc:
             raise StoreError(f"turn index {what} failed on {self.where}: {exc}") from exc
+
+    def pipelined(self, fn: Callable[[Cursor], Callable[[], T]], what: str, scope: str) -> T:
+        """``fn``'s statements in one transaction sent with its ``BEGIN`` and ``COMMIT``
+        (:func:`memoryport.storage.postgres_wire.pipelined`: one round trip); ``fn``
+        returns what reads its results once they are in (the caller holds the lock)."""
+        try:
+            self._ready(scope)
+            return postgres_wire.pipelined(self.conn, fn)
+        except psycopg.Error as exc:
+            raise StoreError(f"turn index {what} failed on {self.where}: {exc}") from exc
+
+    def _ready(self, scope: str) -> None:
+        """Reconnect if the connection broke; scope it to ``scope`` if it is not."""
+        if self.closed:
+            raise StoreError(f"the turn index on {self.where} is closed")
+        if self.conn.broken or self.conn.closed:  # the server went away: reconnect
+            self.conn = psycopg.connect(self.dsn, autocommit=True,
+                                        application_name="memoryport")
+            self.current = None
+        if self.current != scope:
+            self.current = None
+            pgschema.set_scope(self.conn, scope)
+            self.current = scope
 
     def close(self) -> None:
         """Close the connection (idempotent; takes the lock)."""
