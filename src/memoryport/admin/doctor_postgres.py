@@ -1,6 +1,7 @@
 """``memoryport doctor`` checks of a PostgreSQL store: version, extensions, indexes,
-row-level security policies (session store, curated memory, facts and turns), whether
-word searches can use their indexes under the policies, and round-trip latency.
+m060's session-key triggers, row-level security policies (session store, curated memory,
+facts and turns), whether word searches can use their indexes under the policies, and
+round-trip latency.
 
 Run after the connection check succeeded (``doctor._check_sessions``). Read-only: one
 connection, catalog queries and ``SELECT 1`` pings; nothing is created.
@@ -14,9 +15,11 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import psycopg
+from psycopg import sql
 
 from memoryport.storage.facts.postgres_schema import TABLES as FACT_TABLES
 from memoryport.storage.postgres_curated_schema import POLICIES as CURATED_POLICIES
+from memoryport.storage.postgres_repair import INDEXES, TRIGGERS, trigger_problems
 from memoryport.storage.sessions.postgres.migrations import (
     POLICIES,
     SEARCH_VIEW,
@@ -37,17 +40,7 @@ MIN_VERSION = 14
 """The oldest PostgreSQL major version the store supports."""
 LATENCY_WARN_MS = 20.0
 """A median round trip slower than this gets a warning (every query pays it)."""
-EXPECTED_INDEXES = (
-    "messages_cjk_time",
-    "messages_session",
-    "messages_time",
-    "messages_tsv",
-    "sessions_active",
-    "sessions_parent",
-    "sessions_source",
-    "sessions_title",
-    "sessions_user_active",
-)
+EXPECTED_INDEXES = tuple(sorted(INDEXES))
 """Indexes the session store's queries rely on (``messages_content_trgm`` is optional;
 ``messages_cjk_time`` serves short CJK queries' walk, newest first)."""
 SEARCH_OPERATORS = (
@@ -86,6 +79,7 @@ def postgres_checks(dsn: str, schema: str = "memoryport") -> Iterator[Check]:
             )
         else:
             yield _indexes(conn, schema)
+            yield _triggers(conn, schema)
             yield _policies(conn, schema)
             yield _search(conn, schema)
         yield _curated_tables(conn, schema)
@@ -142,12 +136,39 @@ def _indexes(conn: Conn, schema: str) -> Check:
             "postgres indexes",
             "fail",
             f"missing: {', '.join(missing) or 'none'}; invalid: {', '.join(invalid) or 'none'}",
-            "open the store once with memoryport (migrations create them), then run "
-            "memoryport sessions rebuild-index",
+            f"run memoryport sessions rebuild-index {_AS_OWNER} (it creates missing indexes"
+            " and rebuilds invalid ones)",
         )
     trigram = "messages_content_trgm" in valid
     extra = "with the CJK trigram index" if trigram else "no CJK trigram index"
     return Check("postgres indexes", "ok", f"{len(EXPECTED_INDEXES)} indexes valid, {extra}")
+
+
+_AS_OWNER = "with storage.dsn naming the role that owns the schema (the one that migrates)"
+_M060 = "m060_session_key_per_statement"
+
+
+def _triggers(conn: Conn, schema: str) -> Check:
+    """m060's triggers (``messages.session_id``'s rules since its foreign key was dropped)
+    exist on their tables and are enabled."""
+    name = "postgres triggers"
+    ledger = sql.SQL("SELECT 1 FROM {s}._migrations WHERE name = %s").format(
+        s=sql.Identifier(schema)
+    )
+    if conn.execute(ledger, (_M060,)).fetchone() is None:
+        return Check(name, "warn", "the store predates m060: messages.session_id is still a"
+                     " foreign key", "open the store once with a current memoryport")  # fmt: skip
+    with conn.cursor() as cur:
+        problems = trigger_problems(cur, sql.Identifier(schema))
+    if problems:
+        shown = ", ".join(f"{t} {why}" for t, why in sorted(problems.items()))
+        return Check(
+            name,
+            "fail",
+            f"{shown}: messages may be written for missing sessions, or outlive them",
+            f"run memoryport sessions rebuild-index {_AS_OWNER}: it runs m060's statements again",
+        )
+    return Check(name, "ok", f"{len(TRIGGERS)} session-key triggers enabled (m060)")
 
 
 def _policies(conn: Conn, schema: str) -> Check:

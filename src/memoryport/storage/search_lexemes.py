@@ -136,7 +136,7 @@ def _entry(word: str) -> str:
 
 
 def _ascii_stem(word: bytes) -> str:
-    return _stem_word(word.decode())
+    return str(_stem_word(word.decode()))
 
 
 _ASCII_WORDS = bytes(

@@ -13,7 +13,7 @@ import psycopg
 from psycopg import sql
 
 from memoryport.errors import SessionNotFound, StoreError
-from memoryport.storage import search_lexemes
+from memoryport.storage import postgres_repair, search_lexemes
 from memoryport.storage.postgres_wire import BinaryArray, float8_array, rendered, text_array
 from memoryport.storage.search_lexemes import document_of_row, documents_of_rows
 from memoryport.storage.sessions.portable import ExportWriter, Progress
@@ -249,8 +249,9 @@ def prune_empty(
 
 
 def rebuild_indexes(cur: Cursor, schema: sql.Identifier, progress: Progress | None = None) -> None:
-    """Re-stamp stale ``tsv`` values (``search_lexemes.restamp``), (re)create the trigram
-    index, REINDEX the table.
+    """Re-stamp stale ``tsv`` values (``search_lexemes.restamp``), put back indexes and
+    m060 triggers dropped or disabled (``postgres_repair``), (re)create the trigram index,
+    REINDEX the table.
 
     PostgreSQL does this in a few statements, so ``progress`` sees ``("rebuilding", 0, 1)``
     then ``("rebuilding", 1, 1)``.
@@ -258,6 +259,7 @@ def rebuild_indexes(cur: Cursor, schema: sql.Identifier, progress: Progress | No
     if progress is not None:
         progress("rebuilding", 0, 1)
     search_lexemes.restamp(cur, schema, stale_only=True)
+    postgres_repair.repair(cur, schema)
     ensure_trigram_index(cur, schema)
     cur.execute(sql.SQL("REINDEX TABLE {s}.messages").format(s=schema))
     if progress is not None:
@@ -444,7 +446,7 @@ def _insert_rows(
     rows = [r for _, new in batches for r in new]
     insert = rendered(cur, schema, _rows_statement)
     encoding = cur.connection.info.encoding
-    start, timed = 0, []
+    start, timed = 0, list[bool]()
     while start < len(rows):
         end = start + (_CHUNK if start else _FIRST_CHUNK)
         cur.execute(insert, _columns(rows[start:end], 0, encoding, timed), prepare=True)

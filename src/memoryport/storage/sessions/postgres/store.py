@@ -537,7 +537,8 @@ class PostgresSessionStore(SessionStore):
 
     # ------------------------------------------------------------------ maintenance
     def rebuild_index(self, progress: Progress | None = None) -> None:
-        """Recompute stale ``tsv`` values, REINDEX, and (re)create the trigram index."""
+        """Recompute stale ``tsv`` values, put back missing indexes and m060 triggers,
+        REINDEX, and (re)create the trigram index (as the tables' owner)."""
         self._run(lambda c: rebuild_indexes(c, self._s, progress))
 
     def check_index(self) -> None:
