@@ -7,9 +7,12 @@ only the queries behind them are PostgreSQL's. BM25 is FTS5's, over postings cut
 own tokenizer (:mod:`.postgres_terms`), so a query finds the same turns on both backends.
 
 One connection behind a lock, as the SQLite index, scoped by row-level security to the
-user of each call (:func:`.postgres_schema.set_scope`). A search is one statement
-(:mod:`.postgres_query`); a write is one pipelined transaction, all or nothing: turns,
-postings, blocks, statistics, events and vectors commit together.
+user of each call (:mod:`.postgres_link`). A search is one statement
+(:mod:`.postgres_query`), plus one for the query expansion (:mod:`.postgres_expand`)
+when there is a model; a write is one statement in one round trip, all or nothing:
+turns, postings, blocks, statistics and events commit together (:mod:`.postgres_write`).
+Vectors and vocabulary words are written by a background writer on a connection of its
+own and scored from memory (:mod:`.postgres_vectors`).
 """
 
 from __future__ import annotations
@@ -95,8 +98,8 @@ class PostgresTurnIndex(base.TurnIndex):
         super().__init__(Path(":memory:"), weights=weights, embedder=embedder, dense=dense)
         self._conn.close()
         if self._vectors is not None:  # the SQLite index's vector cache and writer: here
-            self._vectors.stop()       # vectors are written with their turn and scored
-            self._vectors = None       # by _dense from PostgreSQL
+            self._vectors.stop()       # .postgres_vectors writes and holds them
+            self._vectors = None
         self.dsn = dsn
         self.schema = schema
         self.path = Path(describe_dsn(dsn))  # where the turns are, for messages
