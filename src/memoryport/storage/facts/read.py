@@ -5,7 +5,7 @@ related, reason), contradictions, listings and history. Every query is scoped to
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -18,7 +18,7 @@ from memoryport.storage.facts.records import (
     Revision,
     fact_from_row,
 )
-from memoryport.storage.facts.searchcache import SearchCache, ordered
+from memoryport.storage.facts.searchcache import SearchCache
 from memoryport.storage.facts.text import STOPWORDS, fts_words, jaccard, tokens
 from memoryport.storage.timeexpr import has_time_words, resolve
 
@@ -211,13 +211,13 @@ def search(
     boosted = (cache.linked(conn, user_id, _entity_keys(words)) if cache is not None
                else _entity_boost(conn, user_id, words))
     candidates = [fact_from_row(row[:-1]) for row in rows]
-    others = boosted - set(lexical)
-    found = None
+    others, depth = boosted - set(lexical), max(limit * 2, 10)
     if cache is not None and others:
-        found = ordered(cache.rows(conn, others),
-                        _keeps(user_id, min_trust, as_of), max(limit * 2, 10))
-    candidates += found if found is not None else entity_candidates(
-        conn, others, scope, max(limit * 2, 10))
+        candidates += cache.candidates(
+            (user_id, min_trust, as_of, depth, frozenset(others)),
+            lambda: entity_candidates(conn, others, scope, depth))
+    else:
+        candidates += entity_candidates(conn, others, scope, depth)
     if windows:
         seen = {f.id for f in candidates}
         candidates += [f for f in window_candidates(conn, windows, scope, max(limit * 2, 10))
@@ -239,16 +239,6 @@ def search(
     names = cache.names(conn, [f.id for f in chosen])
     return [replace(f, entities=names[f.id], score=scores[i])
             for f, i in zip(chosen, top, strict=True)]
-
-
-def _keeps(user_id: str, min_trust: float, as_of: float | None) -> Callable[[Fact], bool]:
-    """:func:`believed`'s filter as a test of one fact (the same comparisons)."""
-    if as_of is None:
-        return lambda f: (f.user_id == user_id and f.retired_at is None
-                          and f.trust_score >= min_trust)
-    return lambda f: (f.user_id == user_id and (
-        f.valid_from if f.valid_from is not None else f.recorded_at) <= as_of
-        and (f.valid_to is None or f.valid_to > as_of) and f.trust_score >= min_trust)
 
 
 def _entity_id(conn: Connection, user_id: str, name: str) -> int | None:

@@ -2,8 +2,9 @@
 while the fact tables are unchanged (the SQLite store; recall runs it every turn).
 
 A search (:func:`memoryport.storage.facts.read.search`) asks, besides the FTS5 match of
-its words: which facts link to an entity its words name, the rows of those facts, the
-entity names of the facts it returns and the user's latest fact time. None of that
+its words: which facts link to an entity its words name, the best of those facts (its
+entity candidates), the entity names of the facts it returns and the user's latest fact
+time. None of that
 depends on more than the query's words and the fact tables, which change seldom (a turn
 stating a fact, a tool call, a retrieval count) while the turn index, in the same file,
 changes every turn. So :class:`SearchCache` keeps those answers by key, fact id and user,
@@ -13,28 +14,24 @@ transaction itself (migration ``m004_fact_generation``), whatever process writes
 
 The cache is exact: every answer is what the query it replaces returns in the same read
 snapshot (the store runs a cached search in one read transaction, the generation read
-first). The entity candidates are ordered in memory only when their order is fully
-determined (no two share trust and recorded time); otherwise the query runs. Bounded:
-cleared past :data:`CACHE_ENTRIES` entries.
+first; the entity candidates are the query's own earlier answer for the same ids, scope
+and limit). Bounded: cleared past :data:`CACHE_ENTRIES` entries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from memoryport.storage.facts.connection import Connection
-from memoryport.storage.facts.records import FACT_COLUMNS, Fact, fact_from_row
+from memoryport.storage.facts.records import Fact
 
-__all__ = ["CACHE_ENTRIES", "LINKS_ALL", "SearchCache", "ordered"]
+__all__ = ["CACHE_ENTRIES", "LINKS_ALL", "SearchCache"]
 
 CACHE_ENTRIES = 4096
-"""The most keys, fact rows or name lists a cache holds (each cleared when full)."""
+"""The most keys, candidate lists or name lists a cache holds (each cleared when full)."""
 LINKS_ALL = 2048
 """A user with at most this many entity links has them all read at the second search of
 a generation (one query); a larger store reads the keys each query names, once each."""
-
-_F = ", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))
 
 
 def _marks(count: int) -> str:
@@ -42,15 +39,15 @@ def _marks(count: int) -> str:
 
 
 class SearchCache:
-    """The fact search's entity-index lookups, fact rows and entity names of one fact
-    store, valid for one generation of its tables (not thread-safe: the store calls it
+    """The fact search's entity-index lookups, entity candidates and entity names of one
+    fact store, valid for one generation of its tables (not thread-safe: the store calls it
     under its lock)."""
 
     def __init__(self) -> None:
         self.generation: int | None = None
         """The ``fact_generation.n`` the entries were read at (None: nothing read)."""
         self._keys: dict[tuple[str, str], frozenset[int]] = {}  # (user, key) -> fact ids
-        self._rows: dict[int, Fact] = {}  # fact id -> its row (any state, no entities)
+        self._candidates: dict[Hashable, list[Fact]] = {}  # entity candidates by query
         self._names: dict[int, tuple[str, ...]] = {}  # fact id -> entity names by id
         self._latest: dict[str, float | None] = {}  # user -> latest time a fact was stated
         self._complete: dict[str, bool] = {}  # user -> all their links are in _keys
@@ -59,7 +56,7 @@ class SearchCache:
     def clear(self) -> None:
         """Forget every entry."""
         self._keys.clear()
-        self._rows.clear()
+        self._candidates.clear()
         self._names.clear()
         self._latest.clear()
         self._complete.clear()
@@ -123,24 +120,15 @@ class SearchCache:
             self._keys.update(((user_id, k), frozenset(v)) for k, v in found.items())
         self._complete[user_id] = complete
 
-    def rows(self, conn: Connection, ids: Iterable[int]) -> list[Fact]:
-        """The rows of the facts ``ids`` that exist (entities empty)."""
-        out: list[Fact] = []
-        missing = []
-        for fact_id in ids:
-            hit = self._rows.get(fact_id)
-            if hit is None:
-                missing.append(fact_id)
-            else:
-                out.append(hit)
-        if missing:
-            read = [fact_from_row(row) for row in conn.execute(
-                f"SELECT {_F} FROM facts f WHERE f.id IN ({_marks(len(missing))})", missing)]
-            if len(self._rows) + len(read) > CACHE_ENTRIES:
-                self._rows.clear()
-            self._rows.update((f.id, f) for f in read)
-            out += read
-        return out
+    def candidates(self, key: Hashable, read: Callable[[], list[Fact]]) -> list[Fact]:
+        """What ``read`` (``read.entity_candidates`` for one set of ids, scope and limit,
+        named by ``key``) returned earlier in this generation, else its answer now."""
+        found = self._candidates.get(key)
+        if found is None:
+            if len(self._candidates) >= CACHE_ENTRIES:
+                self._candidates.clear()
+            found = self._candidates[key] = read()
+        return list(found)
 
     def names(self, conn: Connection, ids: Sequence[int]) -> dict[int, tuple[str, ...]]:
         """The entity names of the facts ``ids``, each fact's in entity id order (what
@@ -176,14 +164,3 @@ class SearchCache:
                                      else None)
         return self._latest[user_id]
 
-
-def ordered(facts: Iterable[Fact], keep: Any, limit: int) -> list[Fact] | None:
-    """The facts ``keep`` accepts, by trust then recorded time (both descending), at most
-    ``limit``: the order ``read.entity_candidates`` selects; None when two of them tie on
-    both (SQL's order is then not determined by the keys: let the query answer)."""
-    kept = [f for f in facts if keep(f)]
-    keys = {(f.trust_score, f.recorded_at) for f in kept}
-    if len(keys) < len(kept):
-        return None
-    kept.sort(key=lambda f: (-f.trust_score, -f.recorded_at))
-    return kept[:limit]
