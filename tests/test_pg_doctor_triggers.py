@@ -43,7 +43,8 @@ def owner(pg_server: pgserver.PgServer) -> Iterator[str]:
     pgserver.drop_schema(pg_server.uri, "memoryport")
     with psycopg.connect(pg_server.uri, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-        conn.execute(sql.SQL("GRANT CREATE ON DATABASE postgres TO {}").format(sql.Identifier(role)))
+        grant = sql.SQL("GRANT CREATE ON DATABASE postgres TO {}")
+        conn.execute(grant.format(sql.Identifier(role)))
     dsn = make_conninfo(pg_server.uri, user=role)
     PostgresSessionStore(dsn).close()  # migrates schema "memoryport" as the role
     try:
