@@ -265,7 +265,7 @@ class PostgresSessionStore(SessionStore):
 
         def alone(cur: Cursor) -> SessionRecord:
             insert = session_insert(cur, self._s)
-            return inserted(cur.execute(insert, session_row(draft), prepare=True).fetchone())
+            return inserted(cur.execute(insert, session_row(draft)).fetchone())
 
         if draft.parent_session_id:
             return self._run(do)
