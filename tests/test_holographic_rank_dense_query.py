@@ -121,6 +121,7 @@ def test_postgres_embeds_the_same_query_text(tmp_path: Path,
             lite.add_turns(_turns())
             pg.add_turns(_turns())
             assert lite.flush_vectors(60)
+            assert pg.flush_vectors(60)
             for query in ("What pets does Ann have?", "Did Bob's car break?"):
                 rows_l, parts_l = lite.candidates(query)
                 rows_p, parts_p = pg.candidates(query)
