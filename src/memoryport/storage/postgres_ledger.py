@@ -23,7 +23,7 @@ from psycopg import sql
 from memoryport.errors import MigrationError
 from memoryport.storage.sessions import migrate as runner
 
-__all__ = ["LOCK_KEY", "SchemaLedger", "ensure_ledger", "recorded"]
+__all__ = ["LEDGER_TABLE", "LOCK_KEY", "SchemaLedger", "ensure_ledger", "recorded"]
 
 Cursor = psycopg.Cursor[Any]
 Step = Callable[[Cursor, sql.Identifier], None]
@@ -32,10 +32,16 @@ LOCK_KEY = 0x6D656D706F7274  # "memport": one advisory lock for all memoryport m
 """The advisory lock every migration transaction of every memoryport schema takes."""
 
 
-def ensure_ledger(conn: psycopg.Connection[Any], schema: sql.Identifier) -> None:
-    """Create the schema and ``_migrations`` unless present (a role without ``CREATE``
-    on the database can open a store that is already set up)."""
-    ledger = sql.SQL("{s}._migrations").format(s=schema).as_string(conn)
+LEDGER_TABLE = "_migrations"
+"""The session store's and curated memory's ledger table; the turn index and the fact
+store keep their own (``table=``)."""
+
+
+def ensure_ledger(conn: psycopg.Connection[Any], schema: sql.Identifier,
+                  table: str = LEDGER_TABLE) -> None:
+    """Create the schema and its ledger ``table`` unless present (a role without
+    ``CREATE`` on the database can open a store that is already set up)."""
+    ledger = sql.SQL("{s}.{t}").format(s=schema, t=sql.Identifier(table)).as_string(conn)
     if conn.execute("SELECT to_regclass(%s)", (ledger,)).fetchone() not in (None, (None,)):
         return
     with conn.transaction():
@@ -43,9 +49,9 @@ def ensure_ledger(conn: psycopg.Connection[Any], schema: sql.Identifier) -> None
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {s}").format(s=schema))
         conn.execute(
             sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {s}._migrations "
+                "CREATE TABLE IF NOT EXISTS {s}.{t} "
                 "(name text PRIMARY KEY, applied_at double precision NOT NULL)"
-            ).format(s=schema)
+            ).format(s=schema, t=sql.Identifier(table))
         )
 
 
@@ -59,17 +65,17 @@ class SchemaLedger:
         conn: psycopg.Connection[Any],
         schema: sql.Identifier,
         scope_setting: str | None = None,
+        table: str = LEDGER_TABLE,
     ) -> None:
         self._conn = conn
         self._schema = schema
         self._scope = scope_setting
+        self._table = sql.SQL("{s}.{t}").format(s=schema, t=sql.Identifier(table))
         self._cur: Cursor | None = None
 
     def done(self) -> set[str]:
-        """Names recorded in ``_migrations``."""
-        rows = self._conn.execute(
-            sql.SQL("SELECT name FROM {s}._migrations").format(s=self._schema)
-        )
+        """Names recorded in the ledger table."""
+        rows = self._conn.execute(sql.SQL("SELECT name FROM {}").format(self._table))
         return {row[0] for row in rows}
 
     @contextmanager
@@ -97,11 +103,9 @@ class SchemaLedger:
         step(self._cursor(), self._schema)
 
     def record(self, name: str, applied_at: float) -> None:
-        """Record ``name`` in ``_migrations`` in the open transaction."""
+        """Record ``name`` in the ledger table in the open transaction."""
         self._cursor().execute(
-            sql.SQL("INSERT INTO {s}._migrations(name, applied_at) VALUES (%s, %s)").format(
-                s=self._schema
-            ),
+            sql.SQL("INSERT INTO {}(name, applied_at) VALUES (%s, %s)").format(self._table),
             (name, applied_at),
         )
 

@@ -35,14 +35,15 @@ PostgreSQL home sets it (the stores never do).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from memoryport.errors import MigrationError
+from memoryport.storage.postgres_ledger import LOCK_KEY as LEDGER_LOCK_KEY
+from memoryport.storage.postgres_ledger import SchemaLedger, ensure_ledger
 from memoryport.storage.sessions import migrate as runner
 
 __all__ = [
@@ -54,7 +55,6 @@ __all__ = [
     "SCOPE_SETTING",
     "TURNS_LOCK",
     "Migration",
-    "PgLedger",
     "enable_read_all",
     "enable_row_security",
     "has_pgvector",
@@ -68,7 +68,7 @@ Migration = Callable[[Cursor, sql.Identifier], None]
 
 LEDGER_TABLE = "_turns_migrations"
 """Where the turn index records its applied migrations."""
-LOCK_KEY = 0x6D656D706F7274
+LOCK_KEY = LEDGER_LOCK_KEY
 """The advisory lock every memoryport migration takes (the session store's key)."""
 TURNS_LOCK = 0x6D7074
 """First key of the advisory lock a turn-index write takes per user (second: the hash
@@ -249,73 +249,14 @@ MIGRATIONS: list[tuple[str, Migration]] = [
 ]
 
 
-class PgLedger:
-    """The PostgreSQL side of the shared runner for one ledger table: every migration in
-    a transaction that first takes :data:`LOCK_KEY` (and re-reads the ledger under it)."""
-
-    def __init__(self, conn: psycopg.Connection[Any], schema: str, table: str) -> None:
-        self._conn = conn
-        self._schema = sql.Identifier(schema)
-        self._table = sql.Identifier(schema, table)
-        self._cur: Cursor | None = None
-
-    def ensure(self) -> None:
-        """Create the schema and the ledger table unless present (a role without
-        ``CREATE`` on the database can open a store that is already set up)."""
-        ledger = self._table.as_string(self._conn)
-        if self._conn.execute("SELECT to_regclass(%s)", (ledger,)).fetchone() not in (
-                None, (None,)):
-            return
-        with self._conn.transaction():
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
-            self._conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(self._schema))
-            self._conn.execute(sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {} (name text PRIMARY KEY,"
-                " applied_at double precision NOT NULL)").format(self._table))
-
-    def done(self) -> set[str]:
-        """Names of the migrations recorded in the ledger."""
-        rows = self._conn.execute(sql.SQL("SELECT name FROM {}").format(self._table))
-        return {row[0] for row in rows}
-
-    @contextmanager
-    def transaction(self, name: str) -> Iterator[None]:
-        """One migration's transaction, under the advisory lock."""
-        try:
-            with self._conn.transaction(), self._conn.cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
-                self._cur = cur
-                yield
-        except psycopg.Error as exc:
-            raise runner.failed(name, exc) from exc
-        finally:
-            self._cur = None
-
-    def _cursor(self) -> Cursor:
-        if self._cur is None:
-            raise MigrationError("a migration step ran outside its transaction")
-        return self._cur
-
-    def run(self, step: Migration) -> None:
-        """Run one migration step in the open transaction."""
-        step(self._cursor(), self._schema)
-
-    def record(self, name: str, applied_at: float) -> None:
-        """Record ``name`` as applied (in the same transaction)."""
-        self._cursor().execute(
-            sql.SQL("INSERT INTO {}(name, applied_at) VALUES (%s, %s)").format(self._table),
-            (name, applied_at),
-        )
-
-
 def migrate(conn: psycopg.Connection[Any], schema: str,
             migrations: list[tuple[str, Migration]] = MIGRATIONS,
             table: str = LEDGER_TABLE) -> list[str]:
     """Apply the pending ``migrations`` recorded in ``table`` (autocommit connection);
     return their names. ``MigrationError`` names the one that failed."""
-    ledger = PgLedger(conn, schema, table)
+    ident = sql.Identifier(schema)
     try:
-        ledger.ensure()
+        ensure_ledger(conn, ident, table)
     except psycopg.Error as exc:
         raise MigrationError(f"cannot prepare schema {schema!r}: {exc}") from exc
-    return runner.migrate(migrations, ledger, stop_before=None)
+    return runner.migrate(migrations, SchemaLedger(conn, ident, table=table), stop_before=None)
