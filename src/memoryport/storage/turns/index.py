@@ -35,6 +35,7 @@ from memoryport.storage.turns.rank import (
     asks_for_name,
     combine_columns,
     fts_query,
+    fts_terms,
     name_stems,
     names_other,
     query_words,
@@ -517,15 +518,17 @@ class TurnIndex:
             ).fetchall()
             found: list[_Row] = [tuple(r[:-1]) for r in ranked]
             cache.keep(scope, found)
+            scores = [-float(r[-1]) for r in ranked]  # bm25() once per row, negated here
         else:
             cache.single = scope  # every stored turn is in it (kept while catch-ups say so)
-            ranked = conn.execute(
-                "SELECT rowid, bm25(turns_fts) AS s FROM turns_fts WHERE turns_fts MATCH ?"
-                " ORDER BY s LIMIT ?", (match, MAIN_DEPTH),
-            ).fetchall()
-            found = cache.by_ids(conn, [r[0] for r in ranked], scope)
-        # bm25() once per row (the sort key is the selected value), negated here
-        return {(r[1], r[2]): -float(s[-1]) for r, s in zip(found, ranked, strict=True)}, found
+            top = cache.postings.top(conn, fts_terms(match), MAIN_DEPTH)  # in process
+            if top is None:  # a word FTS5 makes several terms of: the query itself
+                top = [(i, -s) for i, s in conn.execute(
+                    "SELECT rowid, bm25(turns_fts) AS s FROM turns_fts WHERE turns_fts"
+                    " MATCH ? ORDER BY s LIMIT ?", (match, MAIN_DEPTH))]
+            found = cache.by_ids(conn, [i for i, _ in top], scope)
+            scores = [s for _, s in top]
+        return {(r[1], r[2]): s for r, s in zip(found, scores, strict=True)}, found
 
     def _block_scores(self, match: str, scope: str) -> dict[tuple[str, int], float]:
         rows = self._conn.execute(

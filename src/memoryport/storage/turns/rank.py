@@ -55,7 +55,7 @@ from memoryport.storage.sessions.query import STOPWORDS
 
 __all__ = [
     "DENSE_WEIGHTS", "LIST_KEEP", "MAX_TERMS", "Components", "Weights", "asks_for_list",
-    "asks_for_name", "combine", "combine_columns", "fts_query", "listed_column",
+    "asks_for_name", "combine", "combine_columns", "fts_query", "fts_terms", "listed_column",
     "name_stems", "names_other", "query_words",
 ]
 
@@ -143,6 +143,11 @@ def fts_query(words: list[str]) -> str:
     """An FTS5 MATCH expression ORing the non-stopword ``words`` ('' when none)."""
     terms = [w for w in words if w not in STOPWORDS][:MAX_TERMS]
     return " OR ".join(f'"{t}"' for t in terms)
+
+
+def fts_terms(match: str) -> list[str]:
+    """The terms of an :func:`fts_query` expression, in order."""
+    return [term[1:-1] for term in match.split(" OR ")] if match else []
 
 
 _NAME_QUESTION = frozenset({"where", "which", "who", "whom", "whose", "name", "names"})

@@ -23,6 +23,8 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 
+from memoryport.storage.turns.bm25 import Postings
+
 __all__ = ["BLOCKS_CACHE", "BLOCK_CHARS", "BLOCK_TEXTS", "CATCH_UP_MAX", "ROWS_CACHE",
            "ROWS_CHARS", "TURN_COLUMNS", "BlockTexts", "Row", "RowCache"]
 
@@ -60,6 +62,8 @@ class RowCache:
         self._rows: dict[int, tuple[str, Row]] = {}  # id -> (scope, row)
         self._blocks: dict[_BlockKey, dict[int, Row]] = {}  # complete: position -> row
         self._chars = 0  # text held by the rows
+        self.postings = Postings()
+        """The query words' postings (:mod:`.bm25`), caught up with the rows."""
         self.single: str | None = None
         """The one user scope every stored turn is in, when a search verified it and every
         turn stored since was read by :meth:`catch_up` in that scope (else None)."""
@@ -85,12 +89,14 @@ class RowCache:
         top = int(found[0][0])
         if top == seen:
             return
+        fresh = None  # the new turns, when read
         if top < seen:  # not the store the cache has seen: start over
             self.clear()
         elif seen == 0 or len(found) - 1 > CATCH_UP_MAX:  # first look, bulk load
             self._blocks.clear()
             self.single = None  # the new turns' users are not known
         else:
+            fresh = [(r[0], r[4], r[5]) for r in found[1:]]
             single = self.single
             for turn_id, scope, *rest in found[1:]:
                 row: Row = (turn_id, *rest)
@@ -101,6 +107,7 @@ class RowCache:
                 if block is not None:
                     block[row[2]] = row
             self.single = single
+        self.postings.take(seen, top, fresh)
         self.seen = top
 
     def _keep(self, scope: str, row: Row) -> None:

@@ -1,0 +1,273 @@
+"""FTS5's ``bm25()`` of the turn index's main query, computed in process from postings
+kept in memory: the same turns, the same scores (to the bit) and the same order as
+``SELECT rowid, bm25(turns_fts) AS s FROM turns_fts WHERE turns_fts MATCH ? ORDER BY s
+LIMIT n`` in the same read snapshot.
+
+Why: FTS5 computes ``bm25()`` for every turn holding any query word (its instances and
+its size read per row, about 0.8 µs each), and common words are in most turns, so that
+query was most of a recall's CPU. Here each query word's postings (turn id and how often
+the turn holds it, grouped by that count and the turn's length in tokens) are read once
+and then kept: turns are append-only and never change, so a kept posting is never stale,
+and what was stored since is exactly the turns with a larger id, which the row cache's
+catch-up (:meth:`.rowcache.RowCache.catch_up`, inside the search's snapshot) hands over
+(:meth:`Postings.take`). A search then computes one score per (count, length) group of a
+word, and sums them per turn.
+
+Exactness, as ``fts5Bm25Function`` (SQLite's ``fts5_aux.c``) computes it: the table's row
+and token counts are read from FTS5's own averages record in the same snapshot; a
+phrase's idf is ``log((N - n + 0.5) / (n + 0.5))`` (``1e-6`` when not positive) with
+``n`` the turns holding it; a turn's score sums each phrase's term in query order with
+the same float operations in the same order (Python floats are C doubles, ``math.log``
+the C library's); ``ORDER BY s LIMIT n`` keeps ties in the order FTS5 returned them
+(rowid order), so ties go to the older turn. Words are turned into FTS5 terms by FTS5
+itself (an in-memory table with the same tokenizer and ``fts5vocab``), as are the new
+turns' words. A query word that is not exactly one FTS5 term (a phrase of several, or
+none) makes :meth:`Postings.top` return None: the caller then runs the SQL query.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+__all__ = ["POSTINGS_MAX", "TOKENIZER", "WORDS_MAX", "Postings", "varints"]
+
+TOKENIZER = "porter unicode61"
+"""The turn index's FTS5 tokenizer (``schema.m001_turns``)."""
+POSTINGS_MAX = 1_000_000
+"""How many (word, turn) postings a cache holds at most (cleared when past it)."""
+WORDS_MAX = 50_000
+"""How many query words' FTS5 terms a cache remembers (cleared when past it)."""
+
+_ASCII_RUN = re.compile(r"[a-z0-9]+")  # unicode61's tokens of lower-cased ASCII text
+_K1 = 1.2  # fts5_aux.c's constants
+_B = 0.75
+_Group = dict[tuple[int, int], list[int]]  # (count in the turn, turn length) -> turn ids
+
+
+def varints(blob: bytes) -> list[int]:
+    """The SQLite-format varints (big-endian 7-bit groups) FTS5 stores in ``blob``."""
+    out: list[int] = []
+    value = width = 0
+    for byte in blob:
+        width += 1
+        if width == 9:  # a varint's 9th byte holds 8 bits
+            out.append((value << 8) | byte)
+            value = width = 0
+            continue
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            out.append(value)
+            value = width = 0
+    return out
+
+
+class Postings:
+    """The postings of the query words of one turn index's searches (not thread-safe:
+    the index calls it under its search lock, inside one read transaction)."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+        """The largest turn id the postings account for."""
+        self._terms: dict[str, _Group] = {}  # FTS5 term -> its postings, grouped
+        self._hits: dict[str, int] = {}  # FTS5 term -> how many turns hold it
+        self._lengths: dict[int, int] = {}  # turn id -> its length in tokens
+        self._size = 0  # postings held
+        self._words: dict[str, str | None] = {}  # query word -> its one FTS5 term
+        self._tokenizer: sqlite3.Connection | None = None
+        self._vocab: sqlite3.Connection | None = None  # the connection with the vocab table
+
+    def clear(self) -> None:
+        """Forget every posting (the word-to-term memory stays: it does not depend on the
+        store)."""
+        self._terms.clear()
+        self._hits.clear()
+        self._lengths.clear()
+        self._size = 0
+
+    def take(self, before: int, top: int, rows: Sequence[tuple[int, str, str]] | None) -> None:
+        """Account for the turns stored since: ``rows`` are ``(id, speaker, text)`` of
+        every turn with an id above ``before`` up to ``top`` (None when they were not
+        read: the postings are dropped)."""
+        if rows is None or before != self.seen:
+            self.clear()
+        elif rows and self._terms:
+            self._add(rows)
+        self.seen = top
+
+    def _add(self, rows: Sequence[tuple[int, str, str]]) -> None:
+        terms, lengths = self._terms, self._lengths
+        for turn_id, counts in self._counts(rows):
+            length = sum(counts.values())
+            for term, count in counts.items():
+                group = terms.get(term)
+                if group is not None:
+                    group.setdefault((count, length), []).append(turn_id)
+                    self._hits[term] += 1
+                    lengths[turn_id] = length
+                    self._size += 1
+        if self._size > POSTINGS_MAX:
+            self.clear()
+
+    def _counts(self, rows: Sequence[tuple[int, str, str]]
+                ) -> list[tuple[int, dict[str, int]]]:
+        """How often each turn holds each FTS5 term, as FTS5 indexed ``"Speaker: text"``.
+        An ASCII text is split as ``unicode61`` splits it (runs of ASCII letters and
+        digits, lower-cased) and each run mapped to its term (:meth:`_terms_of`: by FTS5
+        itself, once per word); other texts are tokenized by FTS5 whole."""
+        out: list[tuple[int, dict[str, int]]] = []
+        other: list[tuple[int, str]] = []
+        runs: list[tuple[int, list[str]]] = []
+        for turn_id, speaker, text in rows:
+            body = f"{speaker}: {text}" if speaker else text
+            if body.isascii():
+                runs.append((turn_id, _ASCII_RUN.findall(body.lower())))
+            else:
+                other.append((turn_id, body))
+        if runs:
+            self._terms_of([w for _, words in runs for w in words])
+            known = self._words
+            for turn_id, words in runs:
+                counts: dict[str, int] = {}
+                for word in words:
+                    term = known.get(word)
+                    if term is None:  # not one term (never seen): FTS5 tokenizes the text
+                        other.append((turn_id, " ".join(words)))
+                        break
+                    counts[term] = counts.get(term, 0) + 1
+                else:
+                    out.append((turn_id, counts))
+        if other:
+            found: dict[int, dict[str, int]] = {}
+            for turn_id, term in self._tokens(other):
+                counts = found.setdefault(turn_id, {})
+                counts[term] = counts.get(term, 0) + 1
+            out.extend(found.items())
+        return out
+
+    def _tokens(self, texts: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+        """``(rowid, term)`` of every token FTS5 makes of each text (an in-memory table
+        with the index's tokenizer, emptied after)."""
+        conn = self._tokenizer
+        if conn is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            conn.execute(f"CREATE VIRTUAL TABLE words USING fts5(body, content='',"
+                         f" tokenize='{TOKENIZER}')")
+            conn.execute("CREATE VIRTUAL TABLE terms USING fts5vocab(words, instance)")
+            self._tokenizer = conn
+        conn.execute("BEGIN")
+        try:
+            conn.executemany("INSERT INTO words(rowid, body) VALUES (?, ?)", texts)
+            found: list[tuple[int, str]] = conn.execute("SELECT doc, term FROM terms").fetchall()
+            conn.execute("INSERT INTO words(words) VALUES ('delete-all')")
+        finally:
+            conn.execute("COMMIT")
+        return found
+
+    def _terms_of(self, words: Sequence[str]) -> list[str] | None:
+        """The FTS5 term of each word (None when one is not exactly one term). Porter
+        leaves a token alone when it is shorter than 3 characters or ends in a digit
+        (every rule it applies removes or changes a final letter), so such ASCII runs
+        are their own term; other words are tokenized by FTS5 (once, then kept)."""
+        known = self._words
+        unknown = [w for w in dict.fromkeys(words) if w not in known]
+        if unknown:
+            if len(known) + len(unknown) > WORDS_MAX:
+                known.clear()
+                unknown = list(dict.fromkeys(words))
+            ask = []
+            for word in unknown:
+                if word.isascii() and (len(word) < 3 or word[-1].isdigit()) and (
+                        _ASCII_RUN.fullmatch(word)):
+                    known[word] = word
+                else:
+                    ask.append(word)
+            found: dict[int, list[str]] = {}
+            for at, term in self._tokens((i + 1, w) for i, w in enumerate(ask)) if ask else ():
+                found.setdefault(at, []).append(term)
+            for i, word in enumerate(ask):
+                terms = found.get(i + 1, [])
+                known[word] = terms[0] if len(terms) == 1 else None
+        out = [known.get(w) for w in words]
+        return None if None in out else [t for t in out if t is not None]
+
+    def _load(self, conn: sqlite3.Connection, term: str, word: str) -> _Group:
+        """Read ``term``'s postings (``word``'s FTS5 term) and the lengths of the turns
+        holding it."""
+        if self._vocab is not conn:
+            read_only = conn.execute("PRAGMA query_only").fetchone()[0]
+            if read_only:
+                conn.execute("PRAGMA query_only=0")  # a temp table only, in memory
+            try:
+                conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.turns_fts_instances"
+                             " USING fts5vocab(main, turns_fts, instance)")
+            finally:
+                if read_only:
+                    conn.execute("PRAGMA query_only=1")
+            self._vocab = conn
+        counts: list[tuple[int, int]] = []
+        if conn.execute("SELECT EXISTS (SELECT 1 FROM turns_fts WHERE turns_fts MATCH ?)",
+                        (f'"{word}"',)).fetchone()[0]:  # cheaper than the vocabulary
+            counts = conn.execute(
+                "SELECT doc, count(*) FROM temp.turns_fts_instances WHERE term = ?"
+                " GROUP BY doc", (term,)).fetchall()
+        lengths = self._lengths
+        missing = [doc for doc, _ in counts if doc not in lengths]
+        if missing:
+            for doc, size in conn.execute(
+                    "SELECT d.id, d.sz FROM json_each(?) j CROSS JOIN turns_fts_docsize d"
+                    " ON d.id = j.value", (json.dumps(missing),)):
+                lengths[doc] = varints(size)[0]
+        group: _Group = {}
+        for doc, count in counts:
+            group.setdefault((count, lengths[doc]), []).append(doc)
+        self._terms[term] = group
+        self._hits[term] = len(counts)
+        self._size += len(counts)
+        return group
+
+    def top(self, conn: sqlite3.Connection, words: Sequence[str], depth: int
+            ) -> list[tuple[int, float]] | None:
+        """``(turn id, score)`` of the ``depth`` best turns for the FTS5 query ORing the
+        phrases ``words`` (``rank.fts_query``'s terms, in order), best first; the score
+        is ``-bm25()``. None when a word is not exactly one FTS5 term (run the query)."""
+        terms = self._terms_of(words)
+        if terms is None:
+            return None
+        kept = self._terms
+        groups = [kept[t] if t in kept else self._load(conn, t, w)
+                  for t, w in zip(terms, words, strict=True)]
+        if self._size > POSTINGS_MAX:  # kept for this search, dropped after
+            self.clear()
+        stats = conn.execute("SELECT block FROM turns_fts_data WHERE id = 1").fetchone()
+        counts = varints(stats[0]) if stats is not None else []  # rows, then tokens
+        if len(counts) < 2 or counts[0] <= 0:  # no turn stored yet
+            return []
+        rows, tokens = counts[0], counts[1]
+        avgdl = tokens / rows
+        k1, b, k1_plus = _K1, _B, _K1 + 1.0
+        scores: dict[int, float] = {}
+        get = scores.get
+        for at, (term, group) in enumerate(zip(terms, groups, strict=True)):
+            hits = self._hits.get(term, sum(len(docs) for docs in group.values()))
+            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+            if idf <= 0.0:
+                idf = 1e-6
+            for (count, length), docs in group.items():
+                freq = float(count)
+                part = idf * ((freq * k1_plus) / (freq + k1 * (1 - b + b * length / avgdl)))
+                if at == 0:
+                    scores.update(dict.fromkeys(docs, part))
+                else:
+                    for doc in docs:
+                        scores[doc] = get(doc, 0.0) + part
+        if len(scores) > depth:
+            floor = heapq.nlargest(depth, scores.values())[-1]
+            ranked = sorted((-s, doc) for doc, s in scores.items() if s >= floor)
+        else:
+            ranked = sorted((-s, doc) for doc, s in scores.items())
+        return [(doc, -s) for s, doc in ranked[:depth]]

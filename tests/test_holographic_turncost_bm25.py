@@ -1,0 +1,133 @@
+"""The turn index ranks its main candidates with FTS5's ``bm25()`` computed in process
+(:mod:`memoryport.storage.turns.bm25`): the same turns, the same scores to the bit and
+the same order (ties to the older turn) as the FTS5 query, on real SQLite files, while
+turns arrive from this index, from another one and in bulk, with words FTS5 stems, words
+outside ASCII, words FTS5 splits in two (the query then runs in SQL) and tiny bounds."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memoryport.storage.turns import TurnIndex, TurnInput, bm25
+from memoryport.storage.turns.index import MAIN_DEPTH
+from memoryport.storage.turns.rank import fts_query, query_words
+from memoryport.storage.turns.rowcache import CATCH_UP_MAX
+
+WORDS = ("decide", "decided", "deciding", "sqlite", "schema", "schemas", "tea", "a1", "b2",
+         "x", "is", "be", "abc123", "ies9", "running", "runner", "happily", "caf\u00e9",
+         "na\u00efve", "Stra\u00dfe", "\u6771\u4eac", "ab\u19b0cd", "garden", "gardens",
+         "lunch", "Lunch", "2024", "07", "relational", "generalization", "sky", "skies")
+START = 1_700_000_000.0
+
+
+def _turns(rng: random.Random, n: int, user: str | None = None,
+           sessions: int = 4) -> list[TurnInput]:
+    out = []
+    for i in range(n):
+        words = [rng.choice(WORDS) for _ in range(rng.choice((1, 2, 3, 5, 8, 13)))]
+        out.append(TurnInput(f"s{rng.randint(1, sessions)}", rng.choice(("Alice", "Bob", "")),
+                             " ".join(words) + rng.choice(("", ".", "?")), START + i, "", user))
+    return out
+
+
+def _reference(path: Path, query: str) -> list[tuple[int, float]]:
+    """What the FTS5 query itself returns (a connection of its own, after the search)."""
+    match = fts_query(query_words(query))
+    if not match:  # stopwords only: no search
+        return []
+    with sqlite3.connect(path) as conn:
+        return [(i, -s) for i, s in conn.execute(
+            "SELECT rowid, bm25(turns_fts) AS s FROM turns_fts WHERE turns_fts MATCH ?"
+            " ORDER BY s LIMIT ?", (match, MAIN_DEPTH))]
+
+
+def _main(index: TurnIndex, query: str, depth: int) -> list[tuple[int, float]]:
+    """The main candidates of a search (the first rows :meth:`candidates` returns) and
+    their ``main`` signal."""
+    rows, parts = index.candidates(query)
+    return [(row[0], part.main) for row, part in zip(rows[:depth], parts[:depth], strict=True)]
+
+
+def _same(index: TurnIndex, path: Path, rng: random.Random, queries: int = 12) -> None:
+    for _ in range(queries):
+        query = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
+        expected = _reference(path, query)
+        assert _main(index, query, len(expected)) == expected, query
+
+
+def test_in_process_bm25_is_fts5s_to_the_bit(tmp_path: Path) -> None:
+    path = tmp_path / "holographic.db"
+    rng = random.Random(12)
+    with TurnIndex(path, dense=False) as index:
+        index.add_turns(_turns(rng, 150))
+        _same(index, path, rng)
+        assert index._cache.postings._terms  # ranked in process, not by the FTS5 query
+        for _ in range(6):  # turns arriving one or a few at a time: caught up
+            index.add_turns(_turns(rng, rng.randint(1, 3)))
+            _same(index, path, rng, 4)
+        ties = [s for _, s in _reference(path, "sqlite")]
+        assert len(ties) > len(set(ties))  # equal scores: ordered as FTS5 orders them
+
+
+def test_a_word_fts5_splits_runs_the_query_in_sql(tmp_path: Path) -> None:
+    path = tmp_path / "holographic.db"
+    rng = random.Random(5)
+    with TurnIndex(path, dense=False) as index:
+        index.add_turns(_turns(rng, 60))
+        query = "ab\u19b0cd sqlite"  # one word to Python, two terms to FTS5
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("SELECT count(*) FROM turns_fts WHERE turns_fts MATCH ?",
+                                (fts_query(query_words(query)),)).fetchone()[0] > 0
+        expected = _reference(path, query)
+        assert _main(index, query, len(expected)) == expected
+        assert index._cache.postings.top(index._conn, query_words(query), 5) is None
+
+
+def test_turns_from_another_writer_and_a_bulk_import_are_caught_up(tmp_path: Path) -> None:
+    path = tmp_path / "holographic.db"
+    rng = random.Random(8)
+    warm, other = TurnIndex(path, dense=False), TurnIndex(path, dense=False)
+    try:
+        warm.add_turns(_turns(rng, 40))
+        _same(warm, path, rng)
+        other.add_turns(_turns(rng, 7))
+        _same(warm, path, rng)
+        other.add_turns(_turns(rng, CATCH_UP_MAX + 30, sessions=30))
+        _same(warm, path, rng)
+        warm.add_turns(_turns(rng, 2))
+        _same(warm, path, rng)
+    finally:
+        warm.close()
+        other.close()
+
+
+def test_tiny_bounds_clear_and_stay_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    monkeypatch.setattr(bm25, "POSTINGS_MAX", 40)
+    monkeypatch.setattr(bm25, "WORDS_MAX", 4)
+    path = tmp_path / "holographic.db"
+    rng = random.Random(21)
+    with TurnIndex(path, dense=False) as index:
+        index.add_turns(_turns(rng, 80))
+        for _ in range(5):
+            _same(index, path, rng, 5)
+            index.add_turns(_turns(rng, 2))
+
+
+def test_an_empty_store_and_absent_words_find_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "holographic.db"
+    with TurnIndex(path, dense=False) as index:
+        assert index.search("sqlite schema") == []
+        index.add_turns([TurnInput("s1", "Alice", "We chose the sqlite schema.", START)])
+        assert index.search("pottery") == []
+        assert [h.text for h in index.search("sqlite")] == ["We chose the sqlite schema."]
+
+
+def test_varints_read_sqlite_format() -> None:
+    assert bm25.varints(bytes([0x05, 0x81, 0x00, 0x7F])) == [5, 128, 127]
+    nine = bytes([0xFF] * 8 + [0x01])
+    assert bm25.varints(nine) == [((1 << 56) - 1) << 8 | 1]
