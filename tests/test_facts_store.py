@@ -86,7 +86,7 @@ def test_own_migration_ledger_beside_other_components(tmp_path: Path) -> None:
     FactStore(path).close()
     conn = sqlite3.connect(path, isolation_level=None)
     assert migrations.applied(conn) == ["m001_facts", "m002_source_text", "m003_fact_events",
-                                        "m004_fact_generation"]
+                                        "m004_fact_generation", "m005_function_word_links"]
     assert migrations.pending(conn) == []
     assert conn.execute("SELECT count(*) FROM facts").fetchone() == (0,)
     conn.close()

@@ -477,7 +477,7 @@ def test_doctor_checks_the_fact_and_turn_tables(pg_server: pgserver.PgServer,
     assert finding()[0] == "warn"
     PostgresTurnIndex(pg_server.uri, schema=schema, dense=False).close()
     PostgresFactStore(pg_server.uri, schema=schema).close()
-    assert finding() == ("ok", "user_scope enforced on 14 tables; vectors: pgvector")
+    assert finding() == ("ok", "user_scope enforced on 15 tables; vectors: pgvector")
 
 
 class TestHolographicOnPostgresConforms(ProviderConformance):

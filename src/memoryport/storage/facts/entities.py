@@ -124,7 +124,8 @@ def _capitalised(text: str, taken: list[tuple[int, int]]) -> list[Entity]:
 
 
 def extract_entities(text: str) -> list[Entity]:
-    """Entities named in ``text``, in order of first mention, one per key."""
+    """Entities named in ``text``, in order of first mention, one per key; never a
+    :data:`FUNCTION_WORDS` key (it would link the text to every query holding the word)."""
     found: list[Entity] = []
     taken: list[tuple[int, int]] = []
     for pattern, kind in ((_DATE, "date"), (_QUOTED, "project"), (_PROJECT, "project")):
@@ -138,7 +139,7 @@ def extract_entities(text: str) -> list[Entity]:
             taken.append(m.span())
     found.extend(_capitalised(text, taken))
     unique: dict[str, Entity] = {}
-    for entity in found:
-        if entity.key and entity.key not in unique:
+    for entity in found:  # "It's", "That's", "What's" leave a function word: no entity
+        if entity.key and entity.key not in _SKIP and entity.key not in unique:
             unique[entity.key] = entity
     return list(unique.values())

@@ -31,6 +31,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from memoryport.storage.facts import cleanup
 from memoryport.storage.sessions import migrate as runner
 from memoryport.storage.sqlite_ledger import ConnLedger
 
@@ -185,6 +186,19 @@ def m004_fact_generation(conn: sqlite3.Connection) -> None:
                 f"CREATE TRIGGER {table}_generation_{event[0].lower()} AFTER {event}"
                 f" ON {table} BEGIN UPDATE fact_generation SET n = n + 1 WHERE id = 1; END"
             )
+
+
+@_migration
+def m005_function_word_links(conn: sqlite3.Connection) -> None:
+    """Remove the entity links an older writer made from a function word read as a
+    statement's subject ("The staging database is ..." -> entity "the"), and the
+    entities left without a link; the current extractor decides (:mod:`.cleanup`). The
+    deletes bump ``fact_generation`` (m004's triggers), so search caches drop."""
+    rows = conn.execute(cleanup.CANDIDATES, cleanup.KEYS).fetchall()
+    stale = cleanup.stale_links(rows)
+    conn.executemany(cleanup.DELETE_LINK, [(fact, entity) for _, fact, entity in stale])
+    orphans = sorted({entity for _, _, entity in stale})
+    conn.executemany(cleanup.DELETE_ORPHAN, [(entity, entity) for entity in orphans])
 
 
 def applied(conn: sqlite3.Connection) -> list[str]:

@@ -26,7 +26,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from memoryport.storage.facts import cleanup
 from memoryport.storage.turns.postgres_schema import (
+    READ_ALL_SETTING,
     SCOPE_SETTING,
     Migration,
     enable_read_all,
@@ -41,7 +43,9 @@ LEDGER_TABLE = "_migrations_facts"
 
 Cursor = psycopg.Cursor[Any]
 
-TABLES = ("facts", "entities", "fact_entities", "fact_terms", "fact_stats", "fact_revisions")
+_M001_TABLES = ("facts", "entities", "fact_entities", "fact_terms", "fact_stats",
+                "fact_revisions")
+TABLES = (*_M001_TABLES, "fact_generation")
 """The fact store's tables (all under row-level security)."""
 
 _M001 = f"""
@@ -169,19 +173,88 @@ def m001_facts(cur: Cursor, schema: sql.Identifier) -> None:
 
 def m002_row_security(cur: Cursor, schema: sql.Identifier) -> None:
     """Row-level security on every table."""
-    enable_row_security(cur, schema, TABLES)
+    enable_row_security(cur, schema, _M001_TABLES)
 
 
 def m003_read_all(cur: Cursor, schema: sql.Identifier) -> None:
     """The admin read of every user's rows (``SELECT`` only; see
     :data:`~memoryport.storage.turns.postgres_schema.READ_ALL_SETTING`)."""
-    enable_read_all(cur, schema, TABLES)
+    enable_read_all(cur, schema, _M001_TABLES)
+
+
+_GENERATION = (
+    """CREATE TABLE {s}.fact_generation (user_id text PRIMARY KEY, n bigint NOT NULL)""",
+    f"""CREATE FUNCTION {{s}}.fact_generation_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE scope text := current_setting('{SCOPE_SETTING}', true);
+    BEGIN
+        IF scope LIKE '=%' THEN
+            INSERT INTO {{s}}.fact_generation AS g (user_id, n) VALUES (substr(scope, 2), 1)
+            ON CONFLICT (user_id) DO UPDATE SET n = g.n + 1;
+        ELSE
+            UPDATE {{s}}.fact_generation SET n = n + 1;
+        END IF;
+        RETURN NULL;
+    END $$""",
+)
+
+
+def m004_fact_generation(cur: Cursor, schema: sql.Identifier) -> None:
+    """``fact_generation``: a counter per user that every statement writing ``facts``,
+    ``entities`` or ``fact_entities`` bumps (statement triggers, in the writing
+    transaction, for the writer's scope; a write outside any scope, which only a role
+    bypassing row-level security can make, bumps every user's), so a search may keep what
+    it read while its user's counter is unchanged (:mod:`.searchcache`, as SQLite's
+    m004). Under row-level security like the rest."""
+    for statement in _GENERATION:
+        cur.execute(sql.SQL(statement).format(s=schema))
+    for table in ("facts", "entities", "fact_entities"):
+        cur.execute(sql.SQL(
+            "CREATE TRIGGER {t} AFTER INSERT OR UPDATE OR DELETE ON {s}.{table}"
+            " FOR EACH STATEMENT EXECUTE FUNCTION {s}.fact_generation_bump()"
+        ).format(t=sql.Identifier(f"{table}_generation"), s=schema,
+                 table=sql.Identifier(table)))
+    enable_row_security(cur, schema, ("fact_generation",))
+    enable_read_all(cur, schema, ("fact_generation",))
+
+
+def m005_function_word_links(cur: Cursor, schema: sql.Identifier) -> None:
+    """Remove the entity links an older writer made from a function word read as a
+    statement's subject ("The staging database is ..." -> entity "the"), and the
+    entities left without a link (:mod:`.cleanup`: the current extractor decides). Read
+    across users (``read_all``), deleted under each user's scope (row-level security);
+    the deletes bump that user's ``fact_generation`` (m004), so search caches drop."""
+    cur.execute("SELECT set_config(%s, 'on', true)", (READ_ALL_SETTING,))
+    found = cur.execute(sql.SQL(_pg(cleanup.CANDIDATES.replace(" FROM fact_entities fe",
+                                                                " FROM {s}.fact_entities fe")
+                                    .replace("JOIN entities e", "JOIN {s}.entities e")
+                                    .replace("JOIN facts f", "JOIN {s}.facts f"))
+                                ).format(s=schema), cleanup.KEYS).fetchall()
+    cur.execute("SELECT set_config(%s, 'off', true)", (READ_ALL_SETTING,))
+    by_user: dict[str, list[tuple[int, int]]] = {}
+    for user, fact, entity in cleanup.stale_links(found):
+        by_user.setdefault(user, []).append((fact, entity))
+    for user, links in by_user.items():
+        cur.execute("SELECT set_config(%s, %s, true)", (SCOPE_SETTING, "=" + user))
+        cur.executemany(sql.SQL(_pg(cleanup.DELETE_LINK.replace(
+            "FROM fact_entities", "FROM {s}.fact_entities"))).format(s=schema), links)
+        orphans = sorted({entity for _, entity in links})
+        cur.executemany(sql.SQL(_pg(cleanup.DELETE_ORPHAN.replace(
+            "FROM entities", "FROM {s}.entities").replace(
+            "FROM fact_entities", "FROM {s}.fact_entities"))).format(s=schema),
+            [(e, e) for e in orphans])
+
+
+def _pg(statement: str) -> str:
+    """A :mod:`.cleanup` statement with psycopg's placeholders."""
+    return statement.replace("?", "%s")
 
 
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_facts", m001_facts),
     ("m002_row_security", m002_row_security),
     ("m003_read_all", m003_read_all),
+    ("m004_fact_generation", m004_fact_generation),
+    ("m005_function_word_links", m005_function_word_links),
 ]
 
 

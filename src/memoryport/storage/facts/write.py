@@ -20,6 +20,7 @@ from memoryport.storage.facts.triples import FIRST_PERSON, Triple, conflicts, re
 
 __all__ = [
     "NEAR_DUPLICATE",
+    "entities_for",
     "find_duplicate",
     "insert_fact",
     "link_entities",
@@ -183,10 +184,11 @@ def insert_fact(
     return int(cursor.lastrowid or 0)
 
 
-def _entities_for(content: str, triple: Triple | None) -> list[Entity]:
+def entities_for(content: str, triple: Triple | None) -> list[Entity]:
     """The entities ``content`` names, and its statement's subject and short value; a
-    function word the statement reader took for a subject ("The staging database is ..."
-    reads subject "the") is no entity: it would link the fact to every query holding it."""
+    function word (:data:`FUNCTION_WORDS`: one the statement reader took for a subject,
+    "The staging database is ..." reads subject "the", or a value) is no entity: it would
+    link the fact to every query holding it."""
     found = extract_entities(content)
     if triple is not None:
         subject = Entity(triple.subject, "person")
@@ -197,7 +199,7 @@ def _entities_for(content: str, triple: Triple | None) -> list[Entity]:
     unique: dict[str, Entity] = {}
     for entity in found:
         unique.setdefault(entity.key, entity)
-    return [e for e in unique.values() if e.key]
+    return [e for e in unique.values() if e.key and e.key not in FUNCTION_WORDS]
 
 
 def link_entities(
@@ -205,7 +207,7 @@ def link_entities(
 ) -> None:
     """Upsert the entities ``content`` names and link them to ``fact_id``."""
     now = time.time()
-    found = _entities_for(content, triple)
+    found = entities_for(content, triple)
     conn.executemany(
         "INSERT INTO entities(user_id, key, name, kind, created_at) VALUES (?, ?, ?, ?, ?)"
         " ON CONFLICT(user_id, key) DO NOTHING",
