@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from memoryport.storage.turns import TurnIndex, TurnInput, bm25
+from memoryport.storage.turns import index as index_module
 from memoryport.storage.turns.index import MAIN_DEPTH
 from memoryport.storage.turns.rank import fts_query, query_words
 from memoryport.storage.turns.rowcache import CATCH_UP_MAX
@@ -131,3 +132,34 @@ def test_varints_read_sqlite_format() -> None:
     assert bm25.varints(bytes([0x05, 0x81, 0x00, 0x7F])) == [5, 128, 127]
     nine = bytes([0xFF] * 8 + [0x01])
     assert bm25.varints(nine) == [((1 << 56) - 1) << 8 | 1]
+
+
+def _reference_blocks(path: Path, query: str, depth: int) -> list[tuple[tuple[str, int], float]]:
+    match = fts_query(query_words(query))
+    with sqlite3.connect(path) as conn:
+        return [((s, b), -v) for s, b, v in conn.execute(
+            "SELECT b.session_id, b.block, bm25(blocks_fts) AS s FROM blocks_fts f"
+            " JOIN turn_blocks b ON b.id = f.rowid WHERE blocks_fts MATCH ? AND b.user_id = ?"
+            " ORDER BY s LIMIT ?", (match, "", depth))]
+
+
+@pytest.mark.parametrize("depth", [MAIN_DEPTH, 3])
+def test_session_blocks_are_scored_as_fts5_scores_them(tmp_path: Path, depth: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index_module, "MAIN_DEPTH", depth)  # ties at the cut when 3
+    path = tmp_path / "holographic.db"
+    rng = random.Random(30 + depth)
+    with TurnIndex(path, dense=False) as index:
+        twins = _turns(rng, 20, sessions=1)  # the same text in several sessions: ties
+        for name in ("t1", "t2", "t3"):
+            index.add_turns([TurnInput(name, t.speaker, t.text, t.timestamp) for t in twins])
+        index.add_turns(_turns(rng, 300, sessions=3))
+        for step in range(8):
+            query = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
+            index.search(query)  # caught up, postings loaded
+            match = fts_query(query_words(query))
+            if match:
+                got = index._block_scores(match, "")
+                assert list(got.items()) == _reference_blocks(path, query, depth), query
+            index.add_turns(_turns(rng, step % 3 + 1, sessions=5))
+        assert index._cache.postings._in_blocks  # scored in process

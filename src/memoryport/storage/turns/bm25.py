@@ -33,8 +33,9 @@ import math
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-__all__ = ["POSTINGS_MAX", "TOKENIZER", "WORDS_MAX", "Postings", "varints"]
+__all__ = ["BLOCKS_MAX", "POSTINGS_MAX", "TOKENIZER", "WORDS_MAX", "Postings", "varints"]
 
 TOKENIZER = "porter unicode61"
 """The turn index's FTS5 tokenizer (``schema.m001_turns``)."""
@@ -42,6 +43,8 @@ POSTINGS_MAX = 1_000_000
 """How many (word, turn) postings a cache holds at most (cleared when past it)."""
 WORDS_MAX = 50_000
 """How many query words' FTS5 terms a cache remembers (cleared when past it)."""
+BLOCKS_MAX = 200_000
+"""How many session blocks' ids a cache remembers (cleared when past it)."""
 
 _ASCII_RUN = re.compile(r"[a-z0-9]+")  # unicode61's tokens of lower-cased ASCII text
 _K1 = 1.2  # fts5_aux.c's constants
@@ -70,12 +73,18 @@ class Postings:
     """The postings of the query words of one turn index's searches (not thread-safe:
     the index calls it under its search lock, inside one read transaction)."""
 
-    def __init__(self) -> None:
+    def __init__(self, block_turns: int) -> None:
+        self.block_turns = block_turns
         self.seen = 0
         """The largest turn id the postings account for."""
         self._terms: dict[str, _Group] = {}  # FTS5 term -> its postings, grouped
         self._hits: dict[str, int] = {}  # FTS5 term -> how many turns hold it
         self._lengths: dict[int, int] = {}  # turn id -> its length in tokens
+        self._in_blocks: dict[str, dict[int, int]] = {}  # term -> block id -> count
+        self._block_lengths: dict[int, int] = {}  # block id -> its length in tokens
+        self._blocks: dict[int, tuple[str, str, int]] = {}  # id -> (scope, session, number)
+        self._block_ids: dict[tuple[str, str, int], int] = {}
+        self._blocks_seen = 0  # the largest block id read
         self._size = 0  # postings held
         self._words: dict[str, str | None] = {}  # query word -> its one FTS5 term
         self._tokenizer: sqlite3.Connection | None = None
@@ -87,31 +96,74 @@ class Postings:
         self._terms.clear()
         self._hits.clear()
         self._lengths.clear()
+        self._in_blocks.clear()
+        self._block_lengths.clear()
         self._size = 0
 
-    def take(self, before: int, top: int, rows: Sequence[tuple[int, str, str]] | None) -> None:
-        """Account for the turns stored since: ``rows`` are ``(id, speaker, text)`` of
-        every turn with an id above ``before`` up to ``top`` (None when they were not
-        read: the postings are dropped)."""
+    def take(self, conn: sqlite3.Connection, before: int, top: int,
+             rows: Sequence[Sequence[Any]] | None) -> None:
+        """Account for the turns stored since: ``rows`` are ``(id, user scope, session,
+        position, speaker, text, ...)`` of every turn with an id above ``before`` up to
+        ``top`` (None when they were not read: the postings are dropped)."""
         if rows is None or before != self.seen:
             self.clear()
         elif rows and self._terms:
-            self._add(rows)
+            self._add(conn, rows)
         self.seen = top
 
-    def _add(self, rows: Sequence[tuple[int, str, str]]) -> None:
-        terms, lengths = self._terms, self._lengths
-        for turn_id, counts in self._counts(rows):
+    def _add(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> None:
+        terms, lengths, in_blocks = self._terms, self._lengths, self._in_blocks
+        where = {row[0]: (row[1], row[2], row[3] // self.block_turns) for row in rows}
+        if not all(key in self._block_ids for key in where.values()):
+            self._read_blocks(conn)  # a new block (ids never change: read once)
+        grown: dict[int, int] = {}  # block id -> tokens added to its text
+        for turn_id, counts in self._counts([(r[0], r[4], r[5]) for r in rows]):
+            block = self._block_ids.get(where[turn_id])
+            if block is None:  # not stored as the writer stores blocks: start over
+                self.clear()
+                return
             length = sum(counts.values())
+            grown[block] = grown.get(block, 0) + length
             for term, count in counts.items():
                 group = terms.get(term)
                 if group is not None:
                     group.setdefault((count, length), []).append(turn_id)
                     self._hits[term] += 1
                     lengths[turn_id] = length
+                    held = in_blocks[term]
+                    held[block] = held.get(block, 0) + count
                     self._size += 1
+        # A block's text is its turns' texts, one per line: its length grows by theirs.
+        block_lengths, unknown = self._block_lengths, []
+        for block, added in grown.items():
+            if block in block_lengths:
+                block_lengths[block] += added
+            else:
+                unknown.append(block)
+        self._read_block_lengths(conn, unknown)
         if self._size > POSTINGS_MAX:
             self.clear()
+
+    def _read_blocks(self, conn: sqlite3.Connection) -> None:
+        """Take in the session blocks created since (their ids never change)."""
+        blocks, ids = self._blocks, self._block_ids
+        if len(blocks) > BLOCKS_MAX:
+            blocks.clear()
+            ids.clear()
+            self._blocks_seen = 0
+        for block_id, scope, session, number in conn.execute(
+                "SELECT id, user_id, session_id, block FROM turn_blocks WHERE id > ?",
+                (self._blocks_seen,)):
+            blocks[block_id] = (scope, session, number)
+            ids[(scope, session, number)] = block_id
+            self._blocks_seen = max(self._blocks_seen, block_id)
+
+    def _read_block_lengths(self, conn: sqlite3.Connection, block_ids: list[int]) -> None:
+        if block_ids:
+            for block_id, size in conn.execute(
+                    "SELECT d.id, d.sz FROM json_each(?) j CROSS JOIN blocks_fts_docsize d"
+                    " ON d.id = j.value", (json.dumps(block_ids),)):
+                self._block_lengths[block_id] = varints(size)[0]
 
     def _counts(self, rows: Sequence[tuple[int, str, str]]
                 ) -> list[tuple[int, dict[str, int]]]:
@@ -201,20 +253,29 @@ class Postings:
         if self._vocab is not conn:
             read_only = conn.execute("PRAGMA query_only").fetchone()[0]
             if read_only:
-                conn.execute("PRAGMA query_only=0")  # a temp table only, in memory
+                conn.execute("PRAGMA query_only=0")  # temp tables only, in memory
             try:
-                conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.turns_fts_instances"
-                             " USING fts5vocab(main, turns_fts, instance)")
+                for table in ("turns_fts", "blocks_fts"):
+                    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_instances"
+                                 f" USING fts5vocab(main, {table}, instance)")
             finally:
                 if read_only:
                     conn.execute("PRAGMA query_only=1")
             self._vocab = conn
         counts: list[tuple[int, int]] = []
+        in_blocks: dict[int, int] = {}
         if conn.execute("SELECT EXISTS (SELECT 1 FROM turns_fts WHERE turns_fts MATCH ?)",
                         (f'"{word}"',)).fetchone()[0]:  # cheaper than the vocabulary
             counts = conn.execute(
                 "SELECT doc, count(*) FROM temp.turns_fts_instances WHERE term = ?"
                 " GROUP BY doc", (term,)).fetchall()
+            in_blocks = dict(conn.execute(
+                "SELECT doc, count(*) FROM temp.blocks_fts_instances WHERE term = ?"
+                " GROUP BY doc", (term,)).fetchall())
+            self._read_blocks(conn)
+            self._read_block_lengths(
+                conn, [b for b in in_blocks if b not in self._block_lengths])
+        self._in_blocks[term] = in_blocks
         lengths = self._lengths
         missing = [doc for doc, _ in counts if doc not in lengths]
         if missing:
@@ -227,7 +288,7 @@ class Postings:
             group.setdefault((count, lengths[doc]), []).append(doc)
         self._terms[term] = group
         self._hits[term] = len(counts)
-        self._size += len(counts)
+        self._size += len(counts) + len(in_blocks)
         return group
 
     def top(self, conn: sqlite3.Connection, words: Sequence[str], depth: int
@@ -243,12 +304,10 @@ class Postings:
                   for t, w in zip(terms, words, strict=True)]
         if self._size > POSTINGS_MAX:  # kept for this search, dropped after
             self.clear()
-        stats = conn.execute("SELECT block FROM turns_fts_data WHERE id = 1").fetchone()
-        counts = varints(stats[0]) if stats is not None else []  # rows, then tokens
-        if len(counts) < 2 or counts[0] <= 0:  # no turn stored yet
+        stats = _averages(conn, "turns_fts")
+        if stats is None:  # no turn stored yet
             return []
-        rows, tokens = counts[0], counts[1]
-        avgdl = tokens / rows
+        rows, avgdl = stats
         k1, b, k1_plus = _K1, _B, _K1 + 1.0
         scores: dict[int, float] = {}
         get = scores.get
@@ -271,3 +330,43 @@ class Postings:
         else:
             ranked = sorted((-s, doc) for doc, s in scores.items())
         return [(doc, -s) for s, doc in ranked[:depth]]
+
+    def blocks(self, conn: sqlite3.Connection, words: Sequence[str], depth: int
+               ) -> dict[tuple[str, int], float] | None:
+        """The ``depth`` best session blocks for the same query over ``blocks_fts`` (a
+        block's text is its turns' texts, one per line, so its counts and length are
+        their sums): ``(session, block number) -> -bm25()``, best first, as the FTS5
+        query orders them. None when :meth:`top` would be (and when it did not run)."""
+        terms = self._terms_of(words)
+        if terms is None or any(t not in self._in_blocks for t in terms):
+            return None
+        stats = _averages(conn, "blocks_fts")
+        if stats is None:
+            return {}
+        rows, avgdl = stats
+        k1, b, k1_plus = _K1, _B, _K1 + 1.0
+        lengths, scores = self._block_lengths, dict[int, float]()
+        for term in terms:
+            held = self._in_blocks[term]
+            hits = len(held)
+            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+            if idf <= 0.0:
+                idf = 1e-6
+            for block, count in held.items():
+                freq = float(count)
+                part = idf * ((freq * k1_plus) / (
+                    freq + k1 * (1 - b + b * lengths[block] / avgdl)))
+                scores[block] = scores.get(block, 0.0) + part
+        ranked = sorted((-s, block) for block, s in scores.items())[:depth]
+        named = self._blocks
+        return {(named[block][1], named[block][2]): -s for s, block in ranked}
+
+
+def _averages(conn: sqlite3.Connection, table: str) -> tuple[int, float] | None:
+    """``(rows, average row length in tokens)`` of an FTS5 table, from FTS5's own
+    averages record (None when it holds no row)."""
+    found = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+    counts = varints(found[0]) if found is not None else []  # rows, then tokens
+    if len(counts) < 2 or counts[0] <= 0:
+        return None
+    return counts[0], counts[1] / counts[0]

@@ -531,6 +531,10 @@ class TurnIndex:
         return {(r[1], r[2]): s for r, s in zip(found, scores, strict=True)}, found
 
     def _block_scores(self, match: str, scope: str) -> dict[tuple[str, int], float]:
+        found = (self._cache.postings.blocks(self._conn, fts_terms(match), MAIN_DEPTH)
+                 if self._cache.single == scope else None)  # in process, as the main
+        if found is not None:
+            return found
         rows = self._conn.execute(
             "SELECT b.session_id, b.block, bm25(blocks_fts) AS s FROM blocks_fts f"
             " JOIN turn_blocks b ON b.id = f.rowid WHERE blocks_fts MATCH ? AND b.user_id = ?"

@@ -62,7 +62,7 @@ class RowCache:
         self._rows: dict[int, tuple[str, Row]] = {}  # id -> (scope, row)
         self._blocks: dict[_BlockKey, dict[int, Row]] = {}  # complete: position -> row
         self._chars = 0  # text held by the rows
-        self.postings = Postings()
+        self.postings = Postings(block_turns)
         """The query words' postings (:mod:`.bm25`), caught up with the rows."""
         self.single: str | None = None
         """The one user scope every stored turn is in, when a search verified it and every
@@ -96,7 +96,7 @@ class RowCache:
             self._blocks.clear()
             self.single = None  # the new turns' users are not known
         else:
-            fresh = [(r[0], r[4], r[5]) for r in found[1:]]
+            fresh = found[1:]
             single = self.single
             for turn_id, scope, *rest in found[1:]:
                 row: Row = (turn_id, *rest)
@@ -107,7 +107,7 @@ class RowCache:
                 if block is not None:
                     block[row[2]] = row
             self.single = single
-        self.postings.take(seen, top, fresh)
+        self.postings.take(conn, seen, top, fresh)
         self.seen = top
 
     def _keep(self, scope: str, row: Row) -> None:
