@@ -324,12 +324,15 @@ class Postings:
                 else:
                     for doc in docs:
                         scores[doc] = get(doc, 0.0) + part
-        if len(scores) > depth:
-            floor = heapq.nlargest(depth, scores.values())[-1]
-            ranked = sorted((-s, doc) for doc, s in scores.items() if s >= floor)
-        else:
-            ranked = sorted((-s, doc) for doc, s in scores.items())
-        return [(doc, -s) for s, doc in ranked[:depth]]
+        if len(scores) <= depth:
+            return [(doc, -s) for s, doc in sorted((-s, doc) for doc, s in scores.items())]
+        # Those above the depth-th score in full order, then those tied with it, oldest
+        # first (often many: turns alike), as far as the depth.
+        floor = heapq.nlargest(depth, scores.values())[-1]
+        above = sorted((-s, doc) for doc, s in scores.items() if s > floor)
+        tied = sorted(doc for doc, s in scores.items() if s == floor)
+        return [(doc, -s) for s, doc in above] + [
+            (doc, floor) for doc in tied[:depth - len(above)]]
 
     def blocks(self, conn: sqlite3.Connection, words: Sequence[str], depth: int
                ) -> dict[tuple[str, int], float] | None:
