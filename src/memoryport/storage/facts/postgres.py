@@ -23,9 +23,10 @@ import psycopg
 from psycopg import sql
 
 from memoryport.errors import StoreError
-from memoryport.storage.facts import postgres_schema, postgres_sql, write
+from memoryport.storage.facts import postgres_schema, postgres_search, postgres_sql, write
 from memoryport.storage.facts.connection import Connection
 from memoryport.storage.facts.records import Fact, FactInput
+from memoryport.storage.facts.searchcache import SearchCache
 from memoryport.storage.facts.store import FactStore
 from memoryport.storage.facts.triples import Triple
 from memoryport.storage.sessions.postgres.connect import check_connection, describe_dsn
@@ -63,6 +64,7 @@ class PostgresFactStore(FactStore):
         self.min_trust = min_trust
         self._lock = threading.RLock()
         self._closed = True
+        self._cache = SearchCache()  # valid while the user's fact_generation is unchanged
         check_connection(dsn)
         try:
             self._pg = psycopg.connect(dsn, autocommit=True, application_name="memoryport")
@@ -156,10 +158,12 @@ class PostgresFactStore(FactStore):
 
     def search(self, query: str, *, limit: int = 10, min_trust: float | None = None,
                as_of: float | None = None) -> list[Fact]:
-        """Ranked live facts for ``query`` (see :meth:`FactStore.search`)."""
+        """Ranked live facts for ``query`` (see :meth:`FactStore.search`): one snapshot,
+        what did not change since the last search kept per generation
+        (:mod:`.postgres_search`)."""
         floor = self.min_trust if min_trust is None else min_trust
-        return self._read(lambda _: postgres_sql.search(
-            self._shared, query, limit=limit, min_trust=floor, as_of=as_of))
+        return self._read(lambda _: postgres_search.search(
+            self._shared, self._cache, query, limit=limit, min_trust=floor, as_of=as_of))
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -204,7 +204,8 @@ def m004_fact_generation(cur: Cursor, schema: sql.Identifier) -> None:
     transaction, for the writer's scope; a write outside any scope, which only a role
     bypassing row-level security can make, bumps every user's), so a search may keep what
     it read while its user's counter is unchanged (:mod:`.searchcache`, as SQLite's
-    m004). Under row-level security like the rest."""
+    m004; a user without a row is never cached). Under row-level security like the
+    rest; each existing user gets a row."""
     for statement in _GENERATION:
         cur.execute(sql.SQL(statement).format(s=schema))
     for table in ("facts", "entities", "fact_entities"):
@@ -215,6 +216,15 @@ def m004_fact_generation(cur: Cursor, schema: sql.Identifier) -> None:
                  table=sql.Identifier(table)))
     enable_row_security(cur, schema, ("fact_generation",))
     enable_read_all(cur, schema, ("fact_generation",))
+    cur.execute("SELECT set_config(%s, 'on', true)", (READ_ALL_SETTING,))
+    users = [r[0] for r in cur.execute(sql.SQL(
+        "SELECT user_id FROM {s}.facts UNION SELECT user_id FROM {s}.entities").format(
+        s=schema)).fetchall()]
+    cur.execute("SELECT set_config(%s, 'off', true)", (READ_ALL_SETTING,))
+    for user in users:  # each existing user's counter, so their searches cache at once
+        cur.execute("SELECT set_config(%s, %s, true)", (SCOPE_SETTING, "=" + user))
+        cur.execute(sql.SQL("INSERT INTO {s}.fact_generation (user_id, n) VALUES (%s, 0)"
+                            " ON CONFLICT DO NOTHING").format(s=schema), (user,))
 
 
 def m005_function_word_links(cur: Cursor, schema: sql.Identifier) -> None:

@@ -32,7 +32,18 @@ from memoryport.storage.facts.triples import Triple
 from memoryport.storage.timeexpr import has_time_words, resolve
 from memoryport.storage.turns.postgres_terms import bm25_sql, phrase_terms, terms
 
-__all__ = ["REWRITES", "PgConnection", "find_duplicate", "index_dirty", "search", "to_pg"]
+__all__ = [
+    "REWRITES",
+    "PgConnection",
+    "entity_keys",
+    "find_duplicate",
+    "index_dirty",
+    "ranked_query",
+    "ranked_rows",
+    "search",
+    "to_pg",
+    "where_named",
+]
 
 Cursor = psycopg.Cursor[Any]
 
@@ -169,7 +180,7 @@ _NAMES = ("(SELECT coalesce(array_agg(e.name ORDER BY e.id), ARRAY[]::text[])"
           " JOIN {s}.entities e ON e.id = fe.entity_id WHERE fe.fact_id = f.id)")
 
 
-def _ranked_query(pg: PgConnection, words: list[str], where: str, params: Sequence[Any],
+def ranked_query(pg: PgConnection, words: list[str], where: str, params: Sequence[Any],
                   limit: int | None) -> tuple[sql.Composed, dict[str, Any]]:
     """The statement of :func:`_ranked` and its parameters."""
     statement = sql.SQL(
@@ -184,7 +195,7 @@ def _ranked_query(pg: PgConnection, words: list[str], where: str, params: Sequen
     return statement, named
 
 
-def _ranked_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Fact, float, list[str]]]:
+def ranked_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Fact, float, list[str]]]:
     """(fact with its entity names, score, the words it holds) of :func:`_ranked` rows."""
     return [(replace(fact_from_row(r[:-3]), entities=tuple(r[-3])), float(r[-2]), list(r[-1]))
             for r in rows]
@@ -197,11 +208,11 @@ def _ranked(pg: PgConnection, words: list[str], where: str, params: Sequence[Any
     if not words:
         return []
     with pg.conn.cursor() as cur:
-        return _ranked_rows(cur.execute(*_ranked_query(pg, words, where, params, limit))
+        return ranked_rows(cur.execute(*ranked_query(pg, words, where, params, limit))
                             .fetchall())
 
 
-def _where(scope: str, count: int) -> str:
+def where_named(scope: str, count: int) -> str:
     """A shared filter with ``?`` placeholders as the named ``%(pN)s`` of :func:`_ranked`."""
     out, n = "", 0
     for char in scope:
@@ -215,7 +226,7 @@ def _where(scope: str, count: int) -> str:
     return out
 
 
-def _entity_keys(query: str) -> list[str]:
+def entity_keys(query: str) -> list[str]:
     """The entity keys a query may name (``read._entity_boost``'s: words and word pairs)."""
     words = tokens(query, keep_stopwords=True)
     return sorted(set(words) | {" ".join(words[i:i + 2]) for i in range(len(words) - 1)})
@@ -227,14 +238,14 @@ def _first_round(pg: PgConnection, query: str, match: str, scope: tuple[str, lis
     """The independent reads of a search in one round trip (a pipeline): the query's
     time windows (``read.query_windows``), the BM25-ranked facts and the ids of facts
     linked to an entity the query names (``read._entity_boost``)."""
-    words, keys = phrase_terms(match) if match else [], _entity_keys(query)
+    words, keys = phrase_terms(match) if match else [], entity_keys(query)
     timed = has_time_words(query)
     with pg.conn.pipeline():
         when = pg.conn.cursor().execute(
             f"SELECT max({read.WHEN}) FROM facts f WHERE f.user_id = %s".encode(),
             (pg.user_id,)) if timed else None
-        ranked = pg.conn.cursor().execute(*_ranked_query(
-            pg, words, _where(scope[0], len(scope[1])), scope[1], limit)) if words else None
+        ranked = pg.conn.cursor().execute(*ranked_query(
+            pg, words, where_named(scope[0], len(scope[1])), scope[1], limit)) if words else None
         boost = pg.conn.cursor().execute(
             b"SELECT fe.fact_id FROM entities e JOIN fact_entities fe ON fe.entity_id = e.id"
             b" WHERE e.user_id = %s AND e.key = ANY(%s)", (pg.user_id, keys)) if keys else None
@@ -245,7 +256,7 @@ def _first_round(pg: PgConnection, query: str, match: str, scope: tuple[str, lis
             windows = [(t.start, t.end) for t in resolve(query, float(latest[0]))]
         except ValueError:
             windows = []
-    found = _ranked_rows(ranked.fetchall()) if ranked is not None else []
+    found = ranked_rows(ranked.fetchall()) if ranked is not None else []
     return windows, found, {int(r[0]) for r in boost.fetchall()} if boost is not None else set()
 
 

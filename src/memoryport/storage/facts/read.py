@@ -26,6 +26,7 @@ __all__ = [
     "WHEN",
     "believed",
     "chain",
+    "content_words",
     "contradictions",
     "entity_candidates",
     "in_windows",
@@ -82,7 +83,8 @@ CONTENT_WORDS = 4096
 """How many fact contents' word sets :func:`search` keeps."""
 
 
-def _content_words(content: str) -> frozenset[str]:
+def content_words(content: str) -> frozenset[str]:
+    """The :func:`tokens` of a fact's content as a set (kept, see ``CONTENT_WORDS``)."""
     words = _CONTENT_WORDS.get(content)
     if words is None:
         if len(_CONTENT_WORDS) >= CONTENT_WORDS:
@@ -226,7 +228,7 @@ def search(
     scores: list[float] = []
     for fact in candidates:
         relevance = 0.6 * lexical.get(fact.id, 0.0)
-        relevance += 0.25 * jaccard(query_set, _content_words(fact.content))
+        relevance += 0.25 * jaccard(query_set, content_words(fact.content))
         relevance += 0.15 if fact.id in boosted else 0.0
         # the same weight as an entity match: a named time is as specific as a named thing
         relevance += 0.15 if windows and in_windows(fact, windows) else 0.0

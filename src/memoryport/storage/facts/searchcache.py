@@ -1,5 +1,6 @@
 """What the fact search reads besides its word match, kept in memory between searches
-while the fact tables are unchanged (the SQLite store; recall runs it every turn).
+while the fact tables are unchanged (recall runs it every turn; the SQLite store, and the
+PostgreSQL store through :mod:`.postgres_search` with its user's counter).
 
 A search (:func:`memoryport.storage.facts.read.search`) asks, besides the FTS5 match of
 its words: which facts link to an entity its words name, the best of those facts (its
@@ -66,11 +67,43 @@ class SearchCache:
         """Read the tables' generation (first, inside the search's read transaction);
         forget everything when it moved."""
         row = conn.execute("SELECT n FROM fact_generation WHERE id = 1").fetchone()
-        generation = int(row[0]) if row else None
+        self.seen(int(row[0]) if row else None)
+
+    def seen(self, generation: int | None) -> None:
+        """The generation a search read (PostgreSQL: its user's counter, read with the
+        search's first statements); forget everything when it moved (None: unknown, so
+        nothing is kept)."""
         if generation is None or generation != self.generation:
             self.clear()
         self.generation = generation
         self._searches += 1
+
+    def missing(self, user_id: str, keys: Iterable[str]) -> list[str]:
+        """The ``keys`` whose links :meth:`linked` would read (none when the user's links
+        are all held), sorted; as of the generation last seen."""
+        if self._complete.get(user_id, False):
+            return []
+        return sorted(k for k in set(keys) if (user_id, k) not in self._keys)
+
+    def put_links(self, user_id: str, keys: Sequence[str],
+                  rows: Iterable[tuple[str, int]]) -> None:
+        """Keep what the query of :meth:`linked` returned for ``keys`` ((key, fact id)
+        rows) in the generation last seen (read in the same snapshot as it)."""
+        found: dict[str, set[int]] = {k: set() for k in keys}
+        for key, fact_id in rows:
+            found[key].add(int(fact_id))
+        if len(self._keys) + len(found) > CACHE_ENTRIES:
+            self._keys.clear()
+            self._complete = {u: False for u in self._complete}
+        self._keys.update(((user_id, k), frozenset(v)) for k, v in found.items())
+
+    def has_latest(self, user_id: str) -> bool:
+        """True when the user's latest fact time is held."""
+        return user_id in self._latest
+
+    def put_latest(self, user_id: str, latest: float | None) -> None:
+        """Keep the user's latest fact time (read in the generation last seen)."""
+        self._latest[user_id] = latest
 
     def linked(self, conn: Connection, user_id: str, keys: Iterable[str]) -> set[int]:
         """Ids of the facts linked to an entity of ``user_id`` whose key is one of
@@ -90,18 +123,13 @@ class SearchCache:
             elif not complete:
                 missing.append(key)
         if missing:
-            found: dict[str, set[int]] = {k: set() for k in missing}
-            for key, fact_id in conn.execute(
+            rows = [(str(k), int(i)) for k, i in conn.execute(
                 "SELECT e.key, fe.fact_id FROM entities e JOIN fact_entities fe ON"
                 f" fe.entity_id = e.id WHERE e.user_id = ? AND e.key IN ({_marks(len(missing))})",
                 [user_id, *missing],
-            ):
-                found[key].add(fact_id)
-                out.add(fact_id)
-            if len(self._keys) + len(found) > CACHE_ENTRIES:
-                self._keys.clear()
-                self._complete = {u: False for u in self._complete}
-            self._keys.update(((user_id, k), frozenset(v)) for k, v in found.items())
+            )]
+            out.update(i for _, i in rows)
+            self.put_links(user_id, missing, rows)
         return out
 
     def _read_all(self, conn: Connection, user_id: str) -> None:
