@@ -27,12 +27,13 @@ none) makes :meth:`Postings.top` return None: the caller then runs the SQL query
 
 from __future__ import annotations
 
-import heapq
 import json
 import math
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
+from itertools import compress, repeat
+from operator import add, ge
 from typing import Any
 
 __all__ = ["BLOCKS_MAX", "POSTINGS_MAX", "TOKENIZER", "WORDS_MAX", "Postings", "varints"]
@@ -312,7 +313,9 @@ class Postings:
         scores: dict[int, float] = {}
         get = scores.get
         for at, (term, group) in enumerate(zip(terms, groups, strict=True)):
-            hits = self._hits.get(term, sum(len(docs) for docs in group.values()))
+            hits = self._hits.get(term)
+            if hits is None:  # dropped after loading (bounds): count the kept groups
+                hits = sum(len(docs) for docs in group.values())
             idf = math.log((rows - hits + 0.5) / (hits + 0.5))
             if idf <= 0.0:
                 idf = 1e-6
@@ -321,18 +324,19 @@ class Postings:
                 part = idf * ((freq * k1_plus) / (freq + k1 * (1 - b + b * length / avgdl)))
                 if at == 0:
                     scores.update(dict.fromkeys(docs, part))
-                else:
-                    for doc in docs:
-                        scores[doc] = get(doc, 0.0) + part
-        if len(scores) <= depth:
-            return [(doc, -s) for s, doc in sorted((-s, doc) for doc, s in scores.items())]
-        # Those above the depth-th score in full order, then those tied with it, oldest
-        # first (often many: turns alike), as far as the depth.
-        floor = heapq.nlargest(depth, scores.values())[-1]
-        above = sorted((-s, doc) for doc, s in scores.items() if s > floor)
-        tied = sorted(doc for doc, s in scores.items() if s == floor)
-        return [(doc, -s) for s, doc in above] + [
-            (doc, floor) for doc in tied[:depth - len(above)]]
+                else:  # scores[doc] = get(doc, 0.0) + part, looped in C
+                    scores.update(zip(docs, map(add, map(get, docs, repeat(0.0)),
+                                                repeat(part)), strict=False))
+        # Best score first, ties oldest first (sorted by id, then a stable sort by score),
+        # only those at or above the depth-th score: sorts and filters looped in C.
+        values = scores.values()
+        if len(scores) > depth:
+            floor = sorted(values, reverse=True)[depth - 1]
+            best = sorted(compress(scores, map(ge, values, repeat(floor))))
+        else:
+            best = sorted(scores)
+        best.sort(key=scores.__getitem__, reverse=True)
+        return [(doc, scores[doc]) for doc in best[:depth]]
 
     def blocks(self, conn: sqlite3.Connection, words: Sequence[str], depth: int
                ) -> dict[tuple[str, int], float] | None:
