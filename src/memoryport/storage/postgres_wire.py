@@ -6,7 +6,10 @@
   cost ~0.8 us; each array carries its type's oid (:class:`_ArrayDumper`), so prepared
   statements see ``text[]`` and ``float8[]``.
 * Statement texts are rendered once per schema (:func:`rendered`).
-* A write is one pipelined ``BEGIN`` ... ``COMMIT`` (:func:`pipelined`): one round trip.
+* A write is one pipelined ``BEGIN`` ... ``COMMIT`` (:func:`pipelined`): one round trip;
+  on an autocommit connection the session store's appends and syncs send neither
+  (:func:`pipelined_implicit`: the statements up to the pipeline's Sync are one
+  transaction).
 """
 
 from __future__ import annotations
@@ -22,7 +25,14 @@ from psycopg.abc import Buffer
 from psycopg.adapt import Dumper
 from psycopg.pq import Format, TransactionStatus
 
-__all__ = ["BinaryArray", "float8_array", "pipelined", "rendered", "text_array"]
+__all__ = [
+    "BinaryArray",
+    "float8_array",
+    "pipelined",
+    "pipelined_implicit",
+    "rendered",
+    "text_array",
+]
 
 Cursor = psycopg.Cursor[Any]
 T = TypeVar("T")
@@ -115,6 +125,37 @@ def pipelined(conn: psycopg.Connection[Any], fn: Callable[[Cursor], Callable[[],
                 conn.execute(b"BEGIN")
                 finish = fn(cur)
                 conn.execute(b"COMMIT")
+        except BaseException:
+            if conn.info.transaction_status in _OPEN:
+                with contextlib.suppress(psycopg.Error):  # a broken one: the pool drops it
+                    conn.rollback()
+            raise
+        return finish()
+
+
+def pipelined_implicit(conn: psycopg.Connection[Any], fn: Callable[[Cursor], Callable[[], T]]) -> T:
+    """:func:`pipelined` without ``BEGIN`` and ``COMMIT``, for an autocommit connection:
+    the statements ``fn`` queues run in the implicit transaction that the server keeps
+    open until the pipeline's Sync and commits there (PostgreSQL's extended protocol
+    commits at Sync, not after each Execute), so the write stays all or nothing with
+    two statements fewer to send, parse and answer.
+
+    A failed statement makes the server skip the rest and roll the whole block back at
+    the Sync. An exception in ``fn`` after some statements were sent would let psycopg's
+    Sync commit them, so ``ROLLBACK`` is queued first: inside an implicit transaction it
+    aborts every statement since the last Sync (with a warning that no explicit
+    transaction is open)."""
+    if not conn.autocommit:
+        return pipelined(conn, fn)
+    with conn.cursor() as cur:
+        try:
+            with conn.pipeline():
+                try:
+                    finish = fn(cur)
+                except BaseException:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute(b"ROLLBACK")
+                    raise
         except BaseException:
             if conn.info.transaction_status in _OPEN:
                 with contextlib.suppress(psycopg.Error):  # a broken one: the pool drops it

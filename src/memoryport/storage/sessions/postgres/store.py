@@ -30,7 +30,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memoryport.errors import ConfigError, SessionNotFound, StoreError
-from memoryport.storage.postgres_wire import pipelined
+from memoryport.storage.postgres_wire import pipelined_implicit
 from memoryport.storage.sessions.base import SessionStore
 from memoryport.storage.sessions.migrate import applied
 from memoryport.storage.sessions.portable import Progress
@@ -183,9 +183,9 @@ class PostgresSessionStore(SessionStore):
 
     def _run_pipelined(self, fn: Callable[[Cursor], Callable[[], T]]) -> T:
         """Like :meth:`_run` in pipeline mode: ``fn`` queues its statements and returns
-        a function reading their results, called after the commit, so ``BEGIN``, the
-        statements and ``COMMIT`` cost one round trip."""
-        return self._attempts(lambda conn: pipelined(conn, fn), "write")
+        a function reading their results, called after the commit: one round trip, in
+        the implicit transaction the pipeline's Sync commits (no ``BEGIN``/``COMMIT``)."""
+        return self._attempts(lambda conn: pipelined_implicit(conn, fn), "write")
 
     def _attempts(self, call: Callable[[psycopg.Connection[Any]], T], what: str) -> T:
         """``call`` on a pooled connection; retries and error mapping of :meth:`_run`."""
