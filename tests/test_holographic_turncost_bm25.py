@@ -111,10 +111,13 @@ def test_turns_from_another_writer_and_a_bulk_import_are_caught_up(tmp_path: Pat
         other.close()
 
 
-def test_tiny_bounds_clear_and_stay_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                          ) -> None:
+@pytest.mark.parametrize(("vocabulary_turns", "vocabulary_max"), [(0, 0), (10_000, 12)])
+def test_tiny_bounds_clear_and_stay_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          vocabulary_turns: int, vocabulary_max: int) -> None:
     monkeypatch.setattr(bm25, "POSTINGS_MAX", 40)
     monkeypatch.setattr(bm25, "WORDS_MAX", 4)
+    monkeypatch.setattr(bm25, "VOCABULARY_TURNS", vocabulary_turns)  # 0: looked up
+    monkeypatch.setattr(bm25, "VOCABULARY_MAX", vocabulary_max)  # 12: grows past it
     path = tmp_path / "holographic.db"
     rng = random.Random(21)
     with TurnIndex(path, dense=False) as index:
@@ -122,6 +125,24 @@ def test_tiny_bounds_clear_and_stay_exact(tmp_path: Path, monkeypatch: pytest.Mo
         for _ in range(5):
             _same(index, path, rng, 5)
             index.add_turns(_turns(rng, 2))
+
+
+def test_the_kept_vocabulary_follows_new_turns(tmp_path: Path) -> None:
+    path = tmp_path / "holographic.db"
+    rng = random.Random(17)
+    with TurnIndex(path, dense=False) as index:
+        index.add_turns(_turns(rng, 30))
+        assert index.search("zebra") == []  # no turn holds it: the vocabulary says so
+        assert index._cache.postings._vocabulary is not None
+        index.add_turns([TurnInput("s9", "Alice", "A zebra crossed the garden.", START)])
+        assert [h.text for h in index.search("zebra")] == ["A zebra crossed the garden."]
+        _same(index, path, rng)
+        index.add_turns(_turns(rng, 3))
+        index.search("garden")  # caught up
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, turns_fts, row)")
+            stored = dict(conn.execute("SELECT term, doc FROM temp.v"))
+        assert index._cache.postings._vocabulary == stored  # every term, turns holding it
 
 
 def test_an_empty_store_and_absent_words_find_nothing(tmp_path: Path) -> None:

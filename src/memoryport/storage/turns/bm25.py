@@ -36,7 +36,8 @@ from itertools import compress, repeat
 from operator import add, ge
 from typing import Any
 
-__all__ = ["BLOCKS_MAX", "POSTINGS_MAX", "TOKENIZER", "WORDS_MAX", "Postings", "varints"]
+__all__ = ["BLOCKS_MAX", "POSTINGS_MAX", "TOKENIZER", "VOCABULARY_MAX", "VOCABULARY_TURNS",
+           "WORDS_MAX", "Postings", "varints"]
 
 TOKENIZER = "porter unicode61"
 """The turn index's FTS5 tokenizer (``schema.m001_turns``)."""
@@ -44,6 +45,12 @@ POSTINGS_MAX = 1_000_000
 """How many (word, turn) postings a cache holds at most (cleared when past it)."""
 WORDS_MAX = 50_000
 """How many query words' FTS5 terms a cache remembers (cleared when past it)."""
+VOCABULARY_TURNS = 50_000
+"""Up to this many stored turns, a cache reads the store's whole vocabulary (each term and
+how many turns hold it) once and keeps it up to date, so a query word no turn holds costs
+no FTS5 query; above, each new word is looked up."""
+VOCABULARY_MAX = 300_000
+"""The most terms a kept vocabulary holds (dropped, and not read again, when past it)."""
 BLOCKS_MAX = 200_000
 """How many session blocks' ids a cache remembers (cleared when past it)."""
 
@@ -86,6 +93,8 @@ class Postings:
         self._blocks: dict[int, tuple[str, str, int]] = {}  # id -> (scope, session, number)
         self._block_ids: dict[tuple[str, str, int], int] = {}
         self._blocks_seen = 0  # the largest block id read
+        self._vocabulary: dict[str, int] | None = None  # term -> turns holding it
+        self._vocabulary_off = False  # it grew past VOCABULARY_MAX once
         self._size = 0  # postings held
         self._words: dict[str, str | None] = {}  # query word -> its one FTS5 term
         self._tokenizer: sqlite3.Connection | None = None
@@ -99,6 +108,7 @@ class Postings:
         self._lengths.clear()
         self._in_blocks.clear()
         self._block_lengths.clear()
+        self._vocabulary = None
         self._size = 0
 
     def take(self, conn: sqlite3.Connection, before: int, top: int,
@@ -108,17 +118,27 @@ class Postings:
         ``top`` (None when they were not read: the postings are dropped)."""
         if rows is None or before != self.seen:
             self.clear()
-        elif rows and self._terms:
+        elif rows and (self._terms or self._vocabulary is not None):
             self._add(conn, rows)
         self.seen = top
 
     def _add(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> None:
         terms, lengths, in_blocks = self._terms, self._lengths, self._in_blocks
+        per_turn = self._counts([(r[0], r[4], r[5]) for r in rows])
+        vocabulary = self._vocabulary
+        if vocabulary is not None:
+            for _, counts in per_turn:
+                for term in counts:
+                    vocabulary[term] = vocabulary.get(term, 0) + 1
+            if len(vocabulary) > VOCABULARY_MAX:
+                self._vocabulary, self._vocabulary_off = None, True
+        if not terms:
+            return
         where = {row[0]: (row[1], row[2], row[3] // self.block_turns) for row in rows}
         if not all(key in self._block_ids for key in where.values()):
             self._read_blocks(conn)  # a new block (ids never change: read once)
         grown: dict[int, int] = {}  # block id -> tokens added to its text
-        for turn_id, counts in self._counts([(r[0], r[4], r[5]) for r in rows]):
+        for turn_id, counts in per_turn:
             block = self._block_ids.get(where[turn_id])
             if block is None:  # not stored as the writer stores blocks: start over
                 self.clear()
@@ -259,14 +279,21 @@ class Postings:
                 for table in ("turns_fts", "blocks_fts"):
                     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_instances"
                                  f" USING fts5vocab(main, {table}, instance)")
+                conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.turns_fts_terms"
+                             " USING fts5vocab(main, turns_fts, row)")
             finally:
                 if read_only:
                     conn.execute("PRAGMA query_only=1")
             self._vocab = conn
         counts: list[tuple[int, int]] = []
         in_blocks: dict[int, int] = {}
-        if conn.execute("SELECT EXISTS (SELECT 1 FROM turns_fts WHERE turns_fts MATCH ?)",
-                        (f'"{word}"',)).fetchone()[0]:  # cheaper than the vocabulary
+        vocabulary = self._vocabulary
+        if vocabulary is None and not self._vocabulary_off and self.seen <= VOCABULARY_TURNS:
+            vocabulary = self._vocabulary = dict(
+                conn.execute("SELECT term, doc FROM temp.turns_fts_terms").fetchall())
+        if term in vocabulary if vocabulary is not None else conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM turns_fts WHERE turns_fts MATCH ?)",
+                (f'"{word}"',)).fetchone()[0]:  # cheaper than its instances
             counts = conn.execute(
                 "SELECT doc, count(*) FROM temp.turns_fts_instances WHERE term = ?"
                 " GROUP BY doc", (term,)).fetchall()
