@@ -489,11 +489,11 @@ def session_row(session: SessionRecord) -> list[Any]:
 
 
 def _session_insert(schema: sql.Identifier) -> sql.Composed:
-    """``create_session``'s insert (parameters: ``session_row``), returning the row."""
+    """``create_session``'s insert (parameters: ``session_row``): a taken id is a unique
+    violation (no speculative ``ON CONFLICT`` insert, no row sent back: the values are)."""
     return sql.SQL(
         f"INSERT INTO {{s}}.sessions ({', '.join(_SESSION_NAMES)})"
         f" VALUES ({', '.join(['%s'] * len(_SESSION_NAMES))})"
-        f" ON CONFLICT (id) DO NOTHING RETURNING {', '.join(_SESSION_NAMES)}"
     ).format(s=schema)
 
 

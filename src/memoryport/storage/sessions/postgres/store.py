@@ -247,10 +247,12 @@ class PostgresSessionStore(SessionStore):
 
     # ------------------------------------------------------------------ sessions
     def _insert_session(self, draft: SessionRecord) -> SessionRecord:
-        def inserted(row: Sequence[Any] | None) -> SessionRecord:
-            if row is None:
-                raise StoreError(f"session {draft.id!r} already exists")
-            return session_from_row(row)
+        def inserted(cur: Cursor, values: list[Any]) -> SessionRecord:
+            try:  # ids hidden by row-level security conflict too
+                cur.execute(session_insert(cur, self._s), values)
+            except pg_errors.UniqueViolation:
+                raise StoreError(f"session {draft.id!r} already exists") from None
+            return session_from_row(values)  # as stored: the values sent
 
         def do(cur: Cursor) -> SessionRecord:
             values = session_values(draft)
@@ -261,11 +263,10 @@ class PostgresSessionStore(SessionStore):
             if row is None:
                 raise SessionNotFound(f"unknown parent session {draft.parent_session_id!r}")
             values[2] = values[2] or row[0]
-            return inserted(cur.execute(session_insert(cur, self._s), values).fetchone())
+            return inserted(cur, values)
 
         def alone(cur: Cursor) -> SessionRecord:
-            insert = session_insert(cur, self._s)
-            return inserted(cur.execute(insert, session_row(draft)).fetchone())
+            return inserted(cur, session_row(draft))
 
         if draft.parent_session_id:
             return self._run(do)
