@@ -7,6 +7,7 @@ outside ASCII, words FTS5 splits in two (the query then runs in SQL) and tiny bo
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 from pathlib import Path
 
@@ -189,3 +190,18 @@ def test_session_blocks_are_scored_as_fts5_scores_them(tmp_path: Path, depth: in
                 assert list(got.items()) == _reference_blocks(path, query, depth), query
             index.add_turns(_turns(rng, step % 3 + 1, sessions=5))
         assert index._cache.postings._in_blocks  # scored in process
+
+
+def test_ascii_text_is_split_as_fts5_splits_it() -> None:
+    """The catch-up splits ASCII text itself (runs of letters and digits): what FTS5's
+    tokenizer makes of every ASCII character between words."""
+    texts = [(cp, f"ab{chr(cp)}cd Q{chr(cp)}9 x{chr(cp)}") for cp in range(1, 128)]
+    found: dict[int, list[str]] = {}
+    for rowid, term in bm25.tokens(texts):
+        found.setdefault(rowid, []).append(term)
+    for rowid, text in texts:
+        words = re.findall(r"[a-z0-9]+", text.lower())
+        index = bm25.Postings(64)
+        terms = index._terms_of(words)
+        assert terms is not None
+        assert sorted(found[rowid]) == sorted(terms), repr(text)

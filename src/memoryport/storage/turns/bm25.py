@@ -31,13 +31,14 @@ import json
 import math
 import re
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from itertools import compress, repeat
 from operator import add, ge
 from typing import Any
 
 __all__ = ["BLOCKS_MAX", "POSTINGS_MAX", "TOKENIZER", "VOCABULARY_MAX", "VOCABULARY_TURNS",
-           "WORDS_MAX", "Postings", "varints"]
+           "WORDS_MAX", "Postings", "tokens", "varints"]
 
 TOKENIZER = "porter unicode61"
 """The turn index's FTS5 tokenizer (``schema.m001_turns``)."""
@@ -58,6 +59,32 @@ _ASCII_RUN = re.compile(r"[a-z0-9]+")  # unicode61's tokens of lower-cased ASCII
 _K1 = 1.2  # fts5_aux.c's constants
 _B = 0.75
 _Group = dict[tuple[int, int], list[int]]  # (count in the turn, turn length) -> turn ids
+
+
+_tokenizer: sqlite3.Connection | None = None  # one in-memory FTS5 table per process
+_tokenizer_lock = threading.Lock()
+
+
+def tokens(texts: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+    """``(rowid, term)`` of every token FTS5 makes of each ``(rowid, text)``: an in-memory
+    table with the turn index's tokenizer (one per process, emptied after each call)."""
+    global _tokenizer
+    with _tokenizer_lock:
+        conn = _tokenizer
+        if conn is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            conn.execute(f"CREATE VIRTUAL TABLE words USING fts5(body, content='',"
+                         f" tokenize='{TOKENIZER}')")
+            conn.execute("CREATE VIRTUAL TABLE terms USING fts5vocab(words, instance)")
+            _tokenizer = conn
+        conn.execute("BEGIN")
+        try:
+            conn.executemany("INSERT INTO words(rowid, body) VALUES (?, ?)", texts)
+            found: list[tuple[int, str]] = conn.execute("SELECT doc, term FROM terms").fetchall()
+        finally:
+            conn.execute("INSERT INTO words(words) VALUES ('delete-all')")
+            conn.execute("COMMIT")
+        return found
 
 
 def varints(blob: bytes) -> list[int]:
@@ -97,7 +124,6 @@ class Postings:
         self._vocabulary_off = False  # it grew past VOCABULARY_MAX once
         self._size = 0  # postings held
         self._words: dict[str, str | None] = {}  # query word -> its one FTS5 term
-        self._tokenizer: sqlite3.Connection | None = None
         self._vocab: sqlite3.Connection | None = None  # the connection with the vocab table
 
     def clear(self) -> None:
@@ -223,23 +249,8 @@ class Postings:
         return out
 
     def _tokens(self, texts: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
-        """``(rowid, term)`` of every token FTS5 makes of each text (an in-memory table
-        with the index's tokenizer, emptied after)."""
-        conn = self._tokenizer
-        if conn is None:
-            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            conn.execute(f"CREATE VIRTUAL TABLE words USING fts5(body, content='',"
-                         f" tokenize='{TOKENIZER}')")
-            conn.execute("CREATE VIRTUAL TABLE terms USING fts5vocab(words, instance)")
-            self._tokenizer = conn
-        conn.execute("BEGIN")
-        try:
-            conn.executemany("INSERT INTO words(rowid, body) VALUES (?, ?)", texts)
-            found: list[tuple[int, str]] = conn.execute("SELECT doc, term FROM terms").fetchall()
-            conn.execute("INSERT INTO words(words) VALUES ('delete-all')")
-        finally:
-            conn.execute("COMMIT")
-        return found
+        """``(rowid, term)`` of every token FTS5 makes of each text (:func:`tokens`)."""
+        return tokens(texts)
 
     def _terms_of(self, words: Sequence[str]) -> list[str] | None:
         """The FTS5 term of each word (None when one is not exactly one term). Porter
