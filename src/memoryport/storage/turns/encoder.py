@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import struct
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,12 +136,20 @@ class MiniLM:
         self.tokenizer.enable_truncation(self.max_tokens)
         self.name = name
 
-    def embed(self, texts: Sequence[str]) -> list[array[float]]:
-        """One unit-length float32 vector per text (the ``Embedder`` protocol)."""
-        return [array("f", row.tobytes()) for row in self.matrix(texts)]
+    pauses = True
+    """:meth:`embed` takes ``pause`` (the background writer yields to a search with it)."""
 
-    def matrix(self, texts: Sequence[str]) -> Any:
-        """The vectors of ``texts`` as one ``(len(texts), dim)`` float32 array."""
+    def embed(self, texts: Sequence[str], *, pause: Callable[[], object] | None = None
+              ) -> list[array[float]]:
+        """One unit-length float32 vector per text (the ``Embedder`` protocol); ``pause``
+        is called before each layer of the model (it may block: the vectors are the
+        same)."""
+        return [array("f", row.tobytes()) for row in self.matrix(texts, pause=pause)]
+
+    def matrix(self, texts: Sequence[str], *, pause: Callable[[], object] | None = None
+               ) -> Any:
+        """The vectors of ``texts`` as one ``(len(texts), dim)`` float32 array
+        (``pause`` as in :meth:`embed`)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
@@ -156,11 +164,12 @@ class MiniLM:
                 longest = len(ids[order[end]])
                 end += 1
             batch = order[start:end]
-            out[batch] = self._forward([ids[i] for i in batch], longest)
+            out[batch] = self._forward([ids[i] for i in batch], longest, pause)
             start = end
         return out
 
-    def _forward(self, batch: list[list[int]], length: int) -> Any:
+    def _forward(self, batch: list[list[int]], length: int,
+                 pause: Callable[[], object] | None = None) -> Any:
         """Mean-pooled, normalised vectors of token id lists padded to ``length``."""
         count = len(batch)
         tokens = np.zeros((count, length), dtype=np.int64)
@@ -172,6 +181,8 @@ class MiniLM:
         x = _layer_norm(x, *self.ln, self.eps)
         bias = ((1.0 - mask) * np.float32(np.finfo(np.float32).min))[:, None, None, :]
         for layer in self.layers:
+            if pause is not None:
+                pause()
             x = self._layer(layer, x, bias)
         summed = (x * mask[:, :, None]).sum(axis=1)
         pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)

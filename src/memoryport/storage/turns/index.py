@@ -372,6 +372,8 @@ class TurnIndex:
         match = fts_query(words)
         if not match:
             return [], []
+        if (dense := getattr(self, "_vectors", None)) is not None:
+            dense.start_query(query, scope)  # the query embedded beside the lexical part
         maybe_time = has_time_words(query)
         with self._lock, self._snapshot():
             main, found = self._main_scores(match, scope)

@@ -163,7 +163,7 @@ def store_vectors(index: Any, cur: Any, user: str, vecs: Sequence[tuple[int, str
             " ON CONFLICT (turn_id) DO NOTHING"), [(user, m, b, i) for i, m, b in vecs])
 
 
-class VectorWriter:
+class VectorWriter(vectors.WriterThread):
     """The background writer of one :class:`~.postgres.PostgresTurnIndex` (see the module
     docstring), on a connection of its own (opened with the thread, closed when it
     stops), so its commits never hold up the index's writes and searches."""
@@ -220,12 +220,7 @@ class VectorWriter:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop after the current batch (what is left is back-filled later)."""
-        with self._cond:
-            self._stopping = True
-            thread = self._thread
-            self._cond.notify_all()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+        thread = self._halt(timeout)
         if self._link is not None and (thread is None or not thread.is_alive()):
             self._link.close()
 

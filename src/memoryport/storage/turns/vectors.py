@@ -47,12 +47,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryport.storage.turns import expand
+from memoryport.storage.turns.query_vectors import QueryVectors
 
 __all__ = [
     "DENSE_DEPTH",
     "MODEL_ENV",
     "DenseIndex",
     "Embedder",
+    "WriterThread",
     "decode",
     "default_model_dir",
     "dense_scores",
@@ -86,6 +88,9 @@ BLAS_THREADS = "1"
 first: one query's small matrix products gain nothing from threads, and on a busy 2-core
 CPU threaded OpenBLAS spins against the other work (one question embedded at load 6:
 p50 / p95 20 / 32 ms single-threaded, 140 / 595 ms threaded)."""
+WRITER_WAIT = 0.25
+"""The longest (seconds) the background writer waits for a search's query embedding
+before embedding its next batch (:attr:`.query_vectors.QueryVectors.idle`)."""
 _REQUIRED = ("numpy", "tokenizers")
 _FILES = ("config.json", "model.safetensors", "tokenizer.json")
 
@@ -260,7 +265,28 @@ class _Scope:
         self.ids.append(turn_id)
 
 
-class DenseIndex:
+class WriterThread:
+    """What the background vector writers (SQLite's :class:`DenseIndex`, PostgreSQL's
+    :class:`~.postgres_vectors.VectorWriter`) share: a condition guarding their state, the
+    stop flag and the thread (started on first work)."""
+
+    _cond: threading.Condition
+    _stopping: bool
+    _thread: threading.Thread | None
+
+    def _halt(self, timeout: float) -> threading.Thread | None:
+        """Set the stop flag, wake the thread and wait up to ``timeout`` seconds for it
+        (not when called from the thread itself); the thread, None if never started."""
+        with self._cond:
+            self._stopping = True
+            thread = self._thread
+            self._cond.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        return thread
+
+
+class DenseIndex(WriterThread):
     """A turn index's vectors: the background writer and the in-memory search.
 
     Uses the index's connections and their locks (held only for single statements and
@@ -284,7 +310,8 @@ class DenseIndex:
         self._known: set[str] | None = None  # the writer's stored vocabulary words
         self._pairs: set[tuple[str, str]] | None = None  # and (scope, word) pairs
         self._vocab: expand.Vocabulary | None = None  # searches' word vectors
-        self._query: tuple[str, array[float]] | None = None
+        self.queries = QueryVectors(embedder.embed, query_text)
+        """The searches' query vectors (:mod:`.query_vectors`)."""
         self.error = ""
         """The last error of the background writer ("" when none)."""
 
@@ -313,12 +340,8 @@ class DenseIndex:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the writer after its current batch (what is left is written by the next
         process that opens the file)."""
-        with self._cond:
-            self._stopping = True
-            thread = self._thread
-            self._cond.notify_all()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+        self.queries.stop(timeout)  # (sets ``idle``: the writer waits no more)
+        self._halt(timeout)
 
     def _run(self) -> None:
         while True:
@@ -352,8 +375,10 @@ class DenseIndex:
         missing = [r for r in rows if r[4] is None][:WRITE_BATCH]
         last = missing[-1][0] if missing else rows[-1][0]
         found = [(r[0], r[1], r[4]) for r in rows if r[4] is not None and r[0] <= last]
+        for scope in {r[1] for r in rows if r[0] <= last}:
+            self.queries.spoke(scope, {r[2] for r in rows if r[1] == scope and r[0] <= last})
         if missing:
-            vecs = self.embedder.embed([self.text_of(r[2], r[3]) for r in missing])
+            vecs = self._embed([self.text_of(r[2], r[3]) for r in missing])
             blobs = [encode(v) for v in vecs]
             with self.lock:
                 try:
@@ -400,7 +425,7 @@ class DenseIndex:
                 last = turn_id
                 break
         words = list(new)
-        blobs = [encode(v) for v in self.embedder.embed(words)] if words else []
+        blobs = [encode(v) for v in self._embed(words)] if words else []
         if words or pairs:
             self._store_words(name, words, blobs, list(pairs))
         self._words_upto = last
@@ -433,6 +458,18 @@ class DenseIndex:
                 for scope, word in pairs:
                     self._vocab.occurs(scope, word)
 
+    def _embed(self, texts: list[str]) -> list[array[float]]:
+        """The writer's embeddings: each batch (and, with MiniLM, each layer of the model)
+        waits while a search's query is being embedded (at most :data:`WRITER_WAIT` each),
+        so the search has the CPU."""
+        idle = self.queries.idle
+        idle.wait(WRITER_WAIT)
+        if getattr(self.embedder, "pauses", False):
+            out: list[array[float]] = self.embedder.embed(  # type: ignore[call-arg]
+                texts, pause=lambda: idle.wait(WRITER_WAIT))
+            return out
+        return self.embedder.embed(texts)
+
     def _remember(self, found: list[tuple[int, str, bytes]]) -> None:
         with self._cache:
             for turn_id, scope, blob in found:
@@ -441,14 +478,15 @@ class DenseIndex:
                     held.add(turn_id, blob)
 
     # ------------------------------------------------------------ search
+    def start_query(self, query: str, scope: str) -> None:
+        """Start embedding ``query`` (as :func:`query_text` will give it for ``scope``)
+        while the search does its lexical part (:mod:`.query_vectors`)."""
+        self.queries.start(query, scope)
+
     def query_vector(self, query: str) -> array[float]:
-        """The query's vector (the last query's is kept: a search asks twice)."""
-        last = self._query
-        if last is not None and last[0] == query:
-            return last[1]
-        vec = self.embedder.embed([query])[0]
-        self._query = (query, vec)
-        return vec
+        """The vector of exactly ``query`` (started by :meth:`start_query`, kept, or
+        embedded now)."""
+        return self.queries.get(query)
 
     def expansion(self, query: array[float], query_words: Sequence[str],
                   speakers: Iterable[str], scope: str) -> list[tuple[str, float]]:
