@@ -16,7 +16,14 @@ import pytest
 from memoryport.storage.turns import TurnIndex, TurnInput, bm25
 from memoryport.storage.turns import index as index_module
 from memoryport.storage.turns.index import MAIN_DEPTH
-from memoryport.storage.turns.rank import fts_query, query_words
+from memoryport.storage.turns.rank import (
+    DENSE_WEIGHTS,
+    Components,
+    Weights,
+    combine_columns,
+    fts_query,
+    query_words,
+)
 from memoryport.storage.turns.rowcache import CATCH_UP_MAX
 
 WORDS = ("decide", "decided", "deciding", "sqlite", "schema", "schemas", "tea", "a1", "b2",
@@ -205,3 +212,21 @@ def test_ascii_text_is_split_as_fts5_splits_it() -> None:
         terms = index._terms_of(words)
         assert terms is not None
         assert sorted(found[rowid]) == sorted(terms), repr(text)
+
+
+@pytest.mark.parametrize("weights", [Weights(), DENSE_WEIGHTS])
+def test_signals_are_combined_as_one_column_at_a_time(weights: Weights) -> None:
+    """The weighted sum takes three columns a pass: the same floats as adding one column
+    at a time, left to right."""
+    rng = random.Random(9)
+    for size in (1, 7, 260):
+        columns = [[rng.random() if rng.random() < share else 0.0 for _ in range(size)]
+                   for share in (0.3, 0.5, 0.5, 1.0, 0.0, 0.1, 0.2, 1.0, 0.0, 0.2, 0.3, 0.0)]
+        expected = [0.0] * size
+        for name, column in zip(Components._fields, columns, strict=True):
+            weight = getattr(weights, name)
+            best = max(column) if weight else 0.0
+            if best > 0 and name != "listed":
+                expected = [t + weight / best * v for t, v in zip(expected, column, strict=True)]
+        listed_off = [*columns[:-1], [0.0] * size]
+        assert combine_columns(listed_off, weights) == expected

@@ -240,8 +240,8 @@ def combine_columns(columns: Sequence[Sequence[float]], weights: Weights) -> lis
     other candidate's score (so no other candidate passes them)."""
     if not columns:
         return []
-    out = [0.0] * len(columns[0])
     listed: Sequence[float] = ()
+    terms: list[tuple[float, Sequence[float]]] = []
     for name, column in zip(_SIGNALS, columns, strict=False):
         weight = getattr(weights, name)
         best = max(column) if weight else 0.0
@@ -250,9 +250,27 @@ def combine_columns(columns: Sequence[Sequence[float]], weights: Weights) -> lis
         if name == "listed":
             listed = column
             continue
-        scale = weight / best
-        out = [total + scale * value for total, value in zip(out, column, strict=True)]
+        terms.append((weight / best, column))
+    out = _weighted_sum(terms, len(columns[0]))
     return _keep_first(out, columns[0], listed, weights.listed) if listed else out
+
+
+def _weighted_sum(terms: list[tuple[float, Sequence[float]]], size: int) -> list[float]:
+    """``0.0 + a * x + b * y + ...`` per candidate for ``terms`` ``(a, x), (b, y), ...``,
+    added left to right (the same floats as one column at a time), three columns a pass."""
+    out = [0.0] * size
+    for at in range(0, len(terms), 3):
+        chunk = terms[at:at + 3]
+        if len(chunk) == 3:
+            (a, x), (b, y), (c, z) = chunk
+            out = [t + a * u + b * v + c * w for t, u, v, w in zip(out, x, y, z, strict=True)]
+        elif len(chunk) == 2:
+            (a, x), (b, y) = chunk
+            out = [t + a * u + b * v for t, u, v in zip(out, x, y, strict=True)]
+        else:
+            (a, x), = chunk
+            out = [t + a * u for t, u in zip(out, x, strict=True)]
+    return out
 
 
 def _keep_first(base: list[float], main: Sequence[float], listed: Sequence[float],
