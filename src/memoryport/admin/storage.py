@@ -3,8 +3,12 @@
 ``copy_sessions(home, dsn)`` streams the SQLite session store at ``<home>/state.db`` into
 the PostgreSQL store at ``dsn``: sessions go over in chunks (each one export/import
 transaction on the target), every lineage tree inside one chunk so a child never
-arrives before its parent. Ids, timestamps, counters, metadata and hidden sources are
-kept. A chunk is all or nothing, so an interrupted copy can simply be run again: with
+arrives before its parent, a chunk ending once it holds :data:`CHUNK_MESSAGES` messages
+(so a chunk of many long sessions is not held at once). Each chunk's export goes through
+a temporary file, read back line by line by the target's import: the copy holds one
+parsed chunk (the target's import parses a chunk whole before writing it), never its
+export text besides. Ids, timestamps, counters, metadata and hidden sources are kept. A
+chunk is all or nothing, so an interrupted copy can simply be run again: with
 ``on_conflict="skip"`` (the default) sessions already copied are skipped.
 
 ``memoryport storage copy`` also moves curated memory and the audit log
@@ -13,7 +17,7 @@ kept. A chunk is all or nothing, so an interrupted copy can simply be run again:
 
 from __future__ import annotations
 
-import io
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +27,12 @@ from memoryport.errors import StoreError
 from memoryport.storage.sessions.records import SessionRecord
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
 
-__all__ = ["CHUNK_SESSIONS", "CopyReport", "copy_sessions", "describe_target"]
+__all__ = ["CHUNK_MESSAGES", "CHUNK_SESSIONS", "CopyReport", "copy_sessions", "describe_target"]
 
 CHUNK_SESSIONS = 200
 """Sessions per chunk (a lineage tree is never split, so a chunk may hold more)."""
+CHUNK_MESSAGES = 5_000
+"""Messages after which a chunk ends (whole lineage trees: a chunk may hold more)."""
 
 CopyProgress = Callable[[int, int], None]
 """``progress(messages copied, messages in total)``."""
@@ -49,8 +55,10 @@ def describe_target(dsn: str) -> str:
     return describe_dsn(dsn)
 
 
-def _chunks(source: SQLiteSessionStore, size: int) -> Iterator[list[SessionRecord]]:
-    """Every session, grouped by lineage tree (oldest tree first), in chunks of ~``size``."""
+def _chunks(source: SQLiteSessionStore, size: int,
+            messages: int = CHUNK_MESSAGES) -> Iterator[list[SessionRecord]]:
+    """Every session, grouped by lineage tree (oldest tree first), in chunks of ~``size``
+    sessions or ~``messages`` messages, whichever comes first."""
     sessions: list[SessionRecord] = []
     while page := source.list_sessions(limit=1000, offset=len(sessions)):
         sessions.extend(s.session for s in page)
@@ -59,11 +67,13 @@ def _chunks(source: SQLiteSessionStore, size: int) -> Iterator[list[SessionRecor
     for session in sorted(sessions, key=lambda s: (s.started_at, s.id)):
         trees.setdefault(roots.get(session.id, session.id), []).append(session)
     chunk: list[SessionRecord] = []
+    held = 0
     for tree in trees.values():
         chunk.extend(tree)
-        if len(chunk) >= size:
+        held += sum(s.message_count for s in tree)
+        if len(chunk) >= size or held >= messages:
             yield chunk
-            chunk = []
+            chunk, held = [], 0
     if chunk:
         yield chunk
 
@@ -101,9 +111,10 @@ def copy_sessions(
             progress(0, total)
         done = 0
         for chunk in chunks:
-            buf = io.StringIO()
-            source.export_jsonl(buf, session_ids=[s.id for s in chunk])
-            report = target.import_jsonl(buf.getvalue().splitlines(), on_conflict=on_conflict)
+            with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as buf:
+                source.export_jsonl(buf, session_ids=[s.id for s in chunk])
+                buf.seek(0)
+                report = target.import_jsonl(buf, on_conflict=on_conflict)
             copied += report.sessions_imported
             skipped += report.sessions_skipped
             messages += report.messages_imported

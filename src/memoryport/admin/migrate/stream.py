@@ -5,12 +5,15 @@ A whole export or a large Hermes ``state.db`` never fits in memory at once, and
 are fed to it in chunks of about :data:`CHUNK_MESSAGES` messages (whole sessions only):
 each chunk is a small version-2 export (header, each session line, its message lines),
 checked and written in one transaction by the store's own import. Memory use is one
-chunk (plus the largest single session), whatever the size of the source.
+chunk (plus the largest single session), whatever the size of the source; a session's
+message lines past :data:`SPILL_LINES` wait in a temporary file (:class:`Lines`), so a
+huge session is held once, parsed by the store's import, not also as its text.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,12 +22,65 @@ from memoryport.admin.sessions import OnConflict, Progress, SessionStore
 from memoryport.errors import ToolArgumentError
 from memoryport.storage.sessions.portable import EXPORT_FORMAT, EXPORT_VERSION, header_line
 
-__all__ = ["CHUNK_MESSAGES", "Group", "Totals", "dump", "import_groups", "read_groups"]
+__all__ = [
+    "CHUNK_MESSAGES",
+    "SPILL_LINES",
+    "Group",
+    "Lines",
+    "Totals",
+    "dump",
+    "import_groups",
+    "read_groups",
+]
 
 CHUNK_MESSAGES = 5_000
 """Messages per import transaction (whole sessions: a chunk may hold more)."""
+SPILL_LINES = 1_000
+"""Message lines of one session kept in memory; the rest wait in a temporary file."""
 
-Group = tuple[str, list[str]]
+
+class Lines:
+    """One session's message lines, in order: the first :data:`SPILL_LINES` in memory, the
+    rest in an unlinked temporary file (private to the process), read back as they are
+    iterated. ``close`` drops the file."""
+
+    def __init__(self, lines: Iterable[str] = ()) -> None:
+        self._held: list[str] = []
+        self._file: Any = None
+        self._count = 0
+        for line in lines:
+            self.append(line)
+
+    def append(self, line: str) -> None:
+        """Add one line (without its newline)."""
+        self._count += 1
+        if self._file is None and len(self._held) < SPILL_LINES:
+            self._held.append(line)
+            return
+        if self._file is None:
+            self._file = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")  # noqa: SIM115 (closed by close)
+        self._file.write(line + "\n")
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._held
+        if self._file is not None:
+            self._file.flush()
+            self._file.seek(0)
+            for line in self._file:
+                yield line[:-1] if line.endswith("\n") else line
+
+    def close(self) -> None:
+        """Drop the temporary file (idempotent)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._held = []
+
+
+Group = tuple[str, Lines]
 """One session as export lines: its ``{"session": ...}`` line and its message lines."""
 
 
@@ -59,14 +115,20 @@ class _Chunks:
         if self.pending >= size:
             self.flush()
 
+    def _lines(self) -> Iterator[str]:
+        yield header_line(len(self.groups), self.pending)
+        for session_line, messages in self.groups:
+            yield session_line
+            yield from messages
+
     def flush(self) -> None:
         if not self.groups:
             return
-        lines = [header_line(len(self.groups), self.pending)]
-        for session_line, messages in self.groups:
-            lines.append(session_line)
-            lines.extend(messages)
-        result = self.store.import_jsonl(lines, on_conflict=self.on_conflict)
+        try:
+            result = self.store.import_jsonl(self._lines(), on_conflict=self.on_conflict)
+        finally:
+            for _, messages in self.groups:
+                messages.close()
         self.totals.sessions_imported += result.sessions_imported
         self.totals.sessions_skipped += result.sessions_skipped
         self.totals.messages_imported += result.messages_imported
@@ -128,7 +190,7 @@ def _groups(lines: Iterator[str], header: dict[str, Any]) -> Iterator[Group]:
         if line.startswith('{"session":'):
             if current is not None:
                 yield current
-            current, sessions = (line, []), sessions + 1
+            current, sessions = (line, Lines()), sessions + 1
         elif line.startswith('{"message":') and current is not None:
             current[1].append(line)
             messages += 1
