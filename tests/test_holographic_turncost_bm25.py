@@ -230,3 +230,12 @@ def test_signals_are_combined_as_one_column_at_a_time(weights: Weights) -> None:
                 expected = [t + weight / best * v for t, v in zip(expected, column, strict=True)]
         listed_off = [*columns[:-1], [0.0] * size]
         assert combine_columns(listed_off, weights) == expected
+
+
+def test_postings_read_fts5s_averages_themselves_outside_a_search(tmp_path: Path) -> None:
+    path = tmp_path / "holographic.db"
+    with TurnIndex(path, dense=False) as index:
+        index.add_turns(_turns(random.Random(2), 40))
+        fresh = bm25.Postings(64)  # no catch-up has handed it the averages records
+        found = fresh.top(index._conn, ["sqlite", "tea"], index_module.MAIN_DEPTH)
+        assert found == _reference(path, "sqlite tea")

@@ -120,6 +120,9 @@ class Postings:
         self._blocks: dict[int, tuple[str, str, int]] = {}  # id -> (scope, session, number)
         self._block_ids: dict[tuple[str, str, int], int] = {}
         self._blocks_seen = 0  # the largest block id read
+        self.averages: tuple[bytes | None, bytes | None] | None = None
+        """FTS5's averages records of ``turns_fts`` and ``blocks_fts``, read by the row
+        cache's catch-up at the start of each search (in its snapshot); None: read here."""
         self._vocabulary: dict[str, int] | None = None  # term -> turns holding it
         self._vocabulary_off = False  # it grew past VOCABULARY_MAX once
         self._size = 0  # postings held
@@ -343,7 +346,7 @@ class Postings:
                   for t, w in zip(terms, words, strict=True)]
         if self._size > POSTINGS_MAX:  # kept for this search, dropped after
             self.clear()
-        stats = _averages(conn, "turns_fts")
+        stats = self._averages(conn, 0)
         if stats is None:  # no turn stored yet
             return []
         rows, avgdl = stats
@@ -385,7 +388,7 @@ class Postings:
         terms = self._terms_of(words)
         if terms is None or any(t not in self._in_blocks for t in terms):
             return None
-        stats = _averages(conn, "blocks_fts")
+        stats = self._averages(conn, 1)
         if stats is None:
             return {}
         rows, avgdl = stats
@@ -406,12 +409,16 @@ class Postings:
         named = self._blocks
         return {(named[block][1], named[block][2]): -s for s, block in ranked}
 
-
-def _averages(conn: sqlite3.Connection, table: str) -> tuple[int, float] | None:
-    """``(rows, average row length in tokens)`` of an FTS5 table, from FTS5's own
-    averages record (None when it holds no row)."""
-    found = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
-    counts = varints(found[0]) if found is not None else []  # rows, then tokens
-    if len(counts) < 2 or counts[0] <= 0:
-        return None
-    return counts[0], counts[1] / counts[0]
+    def _averages(self, conn: sqlite3.Connection, which: int) -> tuple[int, float] | None:
+        """``(rows, average row length in tokens)`` of ``turns_fts`` (``which`` 0) or
+        ``blocks_fts`` (1), from FTS5's own averages record (None when it holds no row)."""
+        if self.averages is not None:
+            record = self.averages[which]
+        else:
+            table = ("turns_fts", "blocks_fts")[which]
+            found = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+            record = found[0] if found is not None else None
+        counts = varints(record) if record is not None else []  # rows, then tokens
+        if len(counts) < 2 or counts[0] <= 0:
+            return None
+        return counts[0], counts[1] / counts[0]

@@ -78,15 +78,18 @@ class RowCache:
     def catch_up(self, conn: sqlite3.Connection) -> None:
         """Take in the turns stored since the last call (their rows, and each into its
         block when that block is cached): one statement, the largest id and the new
-        rows (at most :data:`CATCH_UP_MAX` + 1 of them) together."""
+        rows (at most :data:`CATCH_UP_MAX` + 1 of them) together, with both word indexes'
+        averages records (for :class:`.bm25.Postings`)."""
         seen = self.seen
         found = conn.execute(
-            f"SELECT coalesce(max(id), 0), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
-            f" FROM turns UNION ALL SELECT * FROM (SELECT id, user_id, {_COLUMNS_AFTER_ID}"
+            "SELECT coalesce(max(id), 0), (SELECT block FROM turns_fts_data WHERE id = 1),"
+            " (SELECT block FROM blocks_fts_data WHERE id = 1), NULL, NULL, NULL, NULL, NULL,"
+            f" NULL FROM turns UNION ALL SELECT * FROM (SELECT id, user_id, {_COLUMNS_AFTER_ID}"
             " FROM turns WHERE id > ?1 AND ?1 > 0 ORDER BY id LIMIT ?2)",
             (seen, CATCH_UP_MAX + 1),
         ).fetchall()
         top = int(found[0][0])
+        self.postings.averages = (found[0][1], found[0][2])  # FTS5's, in this snapshot
         if top == seen:
             return
         fresh = None  # the new turns, when read
