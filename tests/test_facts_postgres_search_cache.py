@@ -177,7 +177,12 @@ def test_the_counter_moves_with_fact_writes_only_and_a_search_is_one_round_trip(
     for _ in range(3):
         assert [f.id for f in store.search("what does Alice like?", limit=5)] == [added.id]
     syncs = _round_trips(store, lambda: store.search("what does Alice like?", limit=5))
-    assert syncs == 2  # the pipeline (snapshot, counter, ranking) and its COMMIT
+    assert syncs == 1  # one pipeline: the ranking, then the counter (unchanged)
+    store.add(FactInput("Bob owns a red kayak"))  # the counter moves: one snapshot, once
+    assert _round_trips(store, lambda: store.search("what does Alice like?", limit=5)) > 1
+    trips = [_round_trips(store, lambda: store.search("what does Alice like?", limit=5))
+             for _ in range(3)]  # the second reads the user's links whole, once
+    assert trips[-1] == 1, trips
     assert [f.id for f in store.search("what does Alice like?", limit=5)] == [added.id]
     store.close()
     turns.close()

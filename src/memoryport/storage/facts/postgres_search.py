@@ -59,9 +59,98 @@ def search(pg: PgConnection, cache: SearchCache, query: str, *, limit: int,
     timed = has_time_words(query)
     if not match and not timed:
         return []  # no word to rank and no time: nothing is a candidate
+    ask = _Ask(query, match, timed, limit, min_trust, as_of)
+    if cache.generation is not None:
+        found = _unchanged(pg, cache, ask)
+        if found is not None:
+            return found
+    return _in_snapshot(pg, cache, ask)
+
+
+class _Ask:
+    """One search's arguments and what follows from them."""
+
+    def __init__(self, query: str, match: str, timed: bool, limit: int, min_trust: float,
+                 as_of: float | None) -> None:
+        self.query, self.match, self.timed, self.limit = query, match, timed, limit
+        self.min_trust, self.as_of = min_trust, as_of
+        self.words = phrase_terms(match) if match else []
+        self.keys = entity_keys(query)
+        self.depth = max(limit * 4, 20)
+
+    def scope(self, user_id: str) -> tuple[str, list[Any]]:
+        """The filter of the facts this search may return (``read.believed``)."""
+        return read.believed(user_id, self.min_trust, self.as_of)
+
+
+def _first_round(pg: PgConnection, cache: SearchCache, ask: _Ask, *, snapshot: bool
+                 ) -> tuple[int | None, list[tuple[Fact, float, list[str]]],
+                            list[str], Any, Any]:
+    """The pipeline: (with ``snapshot``, a read-only ``REPEATABLE READ`` transaction
+    first and the counter next) the ranking, the links and latest time the cache lacks
+    for the generation it holds, and (without ``snapshot``) the counter last. Returns the
+    counter, the ranked facts, the keys asked and the cursors of links and latest."""
+    conn, user = pg.conn, pg.user_id
+    scope = ask.scope(user)
+    missing = cache.missing(user, ask.keys)
+    with conn.pipeline():
+        if snapshot:
+            conn.execute(_BEGIN)
+            first = conn.cursor().execute(_GENERATION, (user,))
+        ranked = conn.cursor().execute(*ranked_query(
+            pg, ask.words, where_named(scope[0], len(scope[1])), scope[1], ask.depth)
+        ) if ask.words else None
+        links = conn.cursor().execute(_LINKS, (user, missing)) if missing else None
+        latest = conn.cursor().execute(_LATEST.replace("?", "%s").encode(), (user,)) if (
+            ask.timed and not cache.has_latest(user)) else None
+        if not snapshot:
+            first = conn.cursor().execute(_GENERATION, (user,))
+    row = first.fetchone()
+    rows = ranked_rows(ranked.fetchall()) if ranked is not None else []
+    return (int(row[0]) if row else None), rows, missing, links, latest
+
+
+def _learn(cache: SearchCache, user: str, missing: list[str], links: Any,
+           latest: Any) -> None:
+    """Keep the links and latest time :func:`_first_round` read."""
+    if links is not None:
+        cache.put_links(user, missing, links.fetchall())
+    if latest is not None:
+        value = latest.fetchone()
+        cache.put_latest(user, float(value[0]) if value and value[0] is not None else None)
+
+
+def _unchanged(pg: PgConnection, cache: SearchCache, ask: _Ask) -> list[Fact] | None:
+    """The search in one pipeline when the counter, read last, is still the cache's
+    (every earlier statement then read that generation's tables: the counter moves in
+    every writing transaction); a lookup the cache had to make after it is followed by
+    one more read of the counter. None when the counter moved: the caller searches in
+    one snapshot instead."""
+    generation, ranked, missing, links, latest = _first_round(pg, cache, ask, snapshot=False)
+    if generation is None or generation != cache.generation:
+        return None
+    cache.seen(generation)
+    _learn(cache, pg.user_id, missing, links, latest)
+    before = pg.statements
+    found = _rank(pg, cache, ask, ranked)
+    if pg.statements != before:
+        row = pg.conn.execute(_GENERATION, (pg.user_id,)).fetchone()
+        if row is None or int(row[0]) != generation:
+            cache.clear()
+            return None
+    return found
+
+
+def _in_snapshot(pg: PgConnection, cache: SearchCache, ask: _Ask) -> list[Fact]:
+    """The search in one read-only snapshot, the counter read first (the cache learns
+    the generation); then ``COMMIT``."""
     conn = pg.conn
     try:
-        found = _search(pg, cache, query, match, timed, limit, min_trust, as_of)
+        generation, ranked, missing, links, latest = _first_round(pg, cache, ask,
+                                                                   snapshot=True)
+        cache.seen(generation)
+        _learn(cache, pg.user_id, missing, links, latest)
+        found = _rank(pg, cache, ask, ranked)
         conn.execute(b"COMMIT")
         return found
     except BaseException:
@@ -73,63 +162,35 @@ def search(pg: PgConnection, cache: SearchCache, query: str, *, limit: int,
         raise
 
 
-def _first_round(pg: PgConnection, cache: SearchCache, match: str, keys: list[str],
-                 timed: bool, scope: tuple[str, list[Any]], depth: int,
-                 ) -> list[tuple[Fact, float, list[str]]]:
-    """The pipeline: the snapshot, the user's counter, the ranking, and the links and
-    latest time the cache lacks; the cache learns the counter and those answers. Returns
-    the ranked facts (with their entity names, score and matched terms)."""
-    conn, user = pg.conn, pg.user_id
-    words = phrase_terms(match) if match else []
-    missing = cache.missing(user, keys)
-    with conn.pipeline():
-        conn.execute(_BEGIN)
-        generation = conn.cursor().execute(_GENERATION, (user,))
-        latest = conn.cursor().execute(_LATEST.replace("?", "%s").encode(), (user,)) if (
-            timed and not cache.has_latest(user)) else None
-        ranked = conn.cursor().execute(*ranked_query(
-            pg, words, where_named(scope[0], len(scope[1])), scope[1], depth)) if words else None
-        links = conn.cursor().execute(_LINKS, (user, missing)) if missing else None
-    row = generation.fetchone()
-    cache.seen(int(row[0]) if row else None)
-    if links is not None:
-        cache.put_links(user, missing, links.fetchall())
-    if latest is not None:
-        value = latest.fetchone()
-        cache.put_latest(user, float(value[0]) if value and value[0] is not None else None)
-    return ranked_rows(ranked.fetchall()) if ranked is not None else []
-
-
-def _search(pg: PgConnection, cache: SearchCache, query: str, match: str, timed: bool,
-            limit: int, min_trust: float, as_of: float | None) -> list[Fact]:
-    """The search inside the snapshot :func:`_first_round` opens."""
-    user = pg.user_id
-    scope = read.believed(user, min_trust, as_of)
-    keys = entity_keys(query)
-    ranked = _first_round(pg, cache, match, keys, timed, scope, max(limit * 4, 20))
+def _rank(pg: PgConnection, cache: SearchCache, ask: _Ask,
+          ranked: list[tuple[Fact, float, list[str]]]) -> list[Fact]:
+    """``postgres_sql.search``'s blend and order over the ranked facts, the entity and
+    time candidates, through the cache."""
+    user, limit = pg.user_id, ask.limit
+    scope = ask.scope(user)
     windows: list[tuple[float, float]] = []
-    latest = cache.latest(pg, user, _LATEST) if timed else None
+    latest = cache.latest(pg, user, _LATEST) if ask.timed else None
     if latest is not None:
         try:
-            windows = [(t.start, t.end) for t in resolve(query, latest)]
+            windows = [(t.start, t.end) for t in resolve(ask.query, latest)]
         except ValueError:
             windows = []
-    if not match and not windows:
+    if not ask.match and not windows:
         return []
-    boosted = cache.linked(pg, user, keys)
+    boosted = cache.linked(pg, user, ask.keys)
     best = max((score for _, score, _ in ranked), default=1.0) or 1.0
     lexical = {fact.id: score / best for fact, score, _ in ranked}
     candidates = [fact for fact, _, _ in ranked]
     others, depth = boosted - set(lexical), max(limit * 2, 10)
     if others:
         candidates += cache.candidates(
-            (user, min_trust, as_of, depth, frozenset(others)),
+            (user, ask.min_trust, ask.as_of, depth, frozenset(others)),
             lambda: read.entity_candidates(pg, others, scope, depth))
     if windows:
         seen = {f.id for f in candidates}
         candidates += [f for f in read.window_candidates(pg, windows, scope, depth)
                        if f.id not in seen]
-    wanted = set(tokens(query))
+    wanted = set(tokens(ask.query))
     scored: list[Fact] = []
     for fact in candidates:
         relevance = 0.6 * lexical.get(fact.id, 0.0)

@@ -112,10 +112,13 @@ class PgConnection:
         self.conn = conn
         self.user_id = user_id
         self.schema = sql.Identifier(schema)
+        self.statements = 0
+        """Statements run through :meth:`execute` (a search checks whether it read more)."""
 
     def execute(self, statement: str, params: Sequence[Any] = (), /) -> PgResult:
         """Run one statement of the shared queries."""
         text, returning = to_pg(statement)
+        self.statements += 1
         cur = self.conn.cursor()
         try:
             cur.execute(text.encode(), list(params))
