@@ -5,9 +5,11 @@ For each chosen LoCoMo conversation, every turn goes in through the provider's
 security applies; ``_locomo_holo.HolographicIndex``); then every question is asked:
 ``store.search(question, limit=recall_facts)`` (what ``recall_items`` calls) timed on
 both, and on PostgreSQL also the uncached search (``postgres_sql.search``, the path
-before the per-generation cache), alternated question by question so load hits both
-alike. The results must be the same facts in the same order (contents and scores) on
-the three paths; the table shows p50/p95 milliseconds and the figures go to ``--json``.
+before the per-generation cache), alternated question by question (and which goes
+first) so load hits both alike. The results must be the same facts in the same order
+(contents and scores) on the three paths. Then the provider's whole recall
+(``recall_items``: turns and facts) is timed once per question on each backend. The
+table shows p50/p95 milliseconds; the figures go to ``--json``.
 
     .venv/bin/python benchmarks/bench_fact_search.py --conversations 0 4
 """
@@ -84,6 +86,12 @@ def measure(conv: dict[str, Any], dsn: str, rounds: int) -> dict[str, Any]:
                 same += 1
             else:
                 differ += 1
+    recall: dict[str, list[float]] = {"recall_sqlite": [], "recall_postgres": []}
+    for n, question in enumerate(questions):  # the provider's whole recall (turns too)
+        order = [("recall_sqlite", lite), ("recall_postgres", pg)][:: -1 if n % 2 else 1]
+        for name, index in order:
+            recall[name].append(_timed(index.provider.recall_items, question)[1])
+    times.update(recall)
     facts = lite_store.count()
     lite.close()
     pg.close()
@@ -110,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"conv {number}: {row['facts']} facts, {row['questions']} questions x"
                   f" {row['rounds']}, same results {row['same_results']}"
                   f" (different {row['different_results']})")
-            for path in ("sqlite", "postgres", "postgres_uncached"):
+            for path in ("sqlite", "postgres", "postgres_uncached", "recall_sqlite",
+                         "recall_postgres"):
                 print(f"  {path:<18} p50 {row[path]['p50']:>8.3f} ms"
                       f"  p95 {row[path]['p95']:>8.3f} ms")
     report["load_after"] = os.getloadavg()

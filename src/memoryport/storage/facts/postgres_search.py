@@ -11,13 +11,17 @@ triggers bump it in every transaction writing ``facts``, ``entities`` or
 ``fact_entities``, whatever host writes, so another host's write is seen on the next
 search).
 
-One round trip in the common case: a pipeline opens a read-only ``REPEATABLE READ``
-transaction and sends the counter's read, the ranking and whatever the cache does not
-hold for the generation it last saw (the entity links of the query's keys, the latest
-fact time); only when the counter moved, or a lookup the cache cannot answer remains
-(entity candidates, entity names, a time window's facts), do further statements run, in
-the same snapshot. The results are :func:`~.postgres_sql.search`'s, to the bit (the
-same candidates, blend and order; the test compares them after every kind of write).
+One round trip while nothing changed: a pipeline sends the ranking, whatever the cache
+lacks for the generation it holds (the entity links of the query's keys, the latest fact
+time) and, last, the user's counter. When the counter is still the cache's, every
+statement before it read that generation's tables (the counter moves in every
+transaction writing them), so the cache answers the rest; a lookup it still has to make
+(entity candidates for new ids, entity names, a time window's facts) is followed by one
+more read of the counter. When the counter moved, the search runs again in one
+read-only ``REPEATABLE READ`` snapshot, the counter read first, and the cache starts
+over at that generation. The results are :func:`~.postgres_sql.search`'s, to the bit
+(the same candidates, blend and order; the tests compare them after every kind of
+write, and with the SQLite store's).
 """
 
 from __future__ import annotations
