@@ -11,7 +11,10 @@ and then kept: turns are append-only and never change, so a kept posting is neve
 and what was stored since is exactly the turns with a larger id, which the row cache's
 catch-up (:meth:`.rowcache.RowCache.catch_up`, inside the search's snapshot) hands over
 (:meth:`Postings.take`). A search then computes one score per (count, length) group of a
-word, and sums them per turn.
+word, and sums them per turn. The session blocks' BM25 (``blocks_fts``, :meth:`Postings.blocks`)
+likewise: a block's text is its turns' texts, one per line, so each new turn adds
+its counts and its length to its block's. A store of up to :data:`VOCABULARY_TURNS` turns
+also keeps its whole vocabulary, so a query word no turn holds needs no FTS5 query.
 
 Exactness, as ``fts5Bm25Function`` (SQLite's ``fts5_aux.c``) computes it: the table's row
 and token counts are read from FTS5's own averages record in the same snapshot; a
@@ -20,9 +23,11 @@ phrase's idf is ``log((N - n + 0.5) / (n + 0.5))`` (``1e-6`` when not positive) 
 the same float operations in the same order (Python floats are C doubles, ``math.log``
 the C library's); ``ORDER BY s LIMIT n`` keeps ties in the order FTS5 returned them
 (rowid order), so ties go to the older turn. Words are turned into FTS5 terms by FTS5
-itself (an in-memory table with the same tokenizer and ``fts5vocab``), as are the new
-turns' words. A query word that is not exactly one FTS5 term (a phrase of several, or
-none) makes :meth:`Postings.top` return None: the caller then runs the SQL query.
+itself (:func:`tokens`: an in-memory table with the same tokenizer and ``fts5vocab``),
+once per word; a new turn's ASCII text is split as ``unicode61`` splits it (runs of ASCII
+letters and digits), other text by FTS5 whole. A query word that is not exactly one FTS5
+term (a phrase of several, or none) makes :meth:`Postings.top` return None: the caller
+then runs the SQL query.
 """
 
 from __future__ import annotations
