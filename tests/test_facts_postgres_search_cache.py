@@ -202,3 +202,43 @@ def _round_trips(store: PostgresFactStore, call: Callable[[], object]) -> int:
         out.seek(0)
         sent = [line.split("\t")[2].strip() for line in out if line.startswith("F\t")]
         return sum(1 for kind in sent if kind in ("Sync", "Query"))
+
+
+def test_an_app_role_granted_before_the_upgrade_writes_and_searches(
+        pg_server: pgserver.PgServer, schema: str) -> None:
+    """The owner set the store up at m003 and granted an application role the tables
+    then; after the upgrade (m004 adds the counter, no new grant) the role still adds
+    facts and searches, and another host's write is seen on its next search."""
+    from psycopg.conninfo import make_conninfo
+
+    from memoryport.storage.facts import postgres_schema
+    from memoryport.storage.turns.postgres_schema import migrate as run_pg_migrations
+
+    role = f"mp_fapp_{schema[-8:]}"
+    with psycopg.connect(pg_server.uri, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        run_pg_migrations(conn, schema, postgres_schema.MIGRATIONS[:3],
+                          postgres_schema.LEDGER_TABLE)
+        fmt = {"s": sql.Identifier(schema), "r": sql.Identifier(role)}
+        for statement in ("GRANT USAGE ON SCHEMA {s} TO {r}",
+                          "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {s}"
+                          " TO {r}",
+                          "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {s} TO {r}"):
+            conn.execute(sql.SQL(statement).format(**fmt))
+    try:
+        PostgresFactStore(pg_server.uri, schema=schema).close()  # the owner upgrades
+        app = PostgresFactStore(make_conninfo(pg_server.uri, user=role), schema=schema,
+                                user_id="u1")
+        other = PostgresFactStore(pg_server.uri, schema=schema, user_id="u1")
+        first = app.add(FactInput("Dmitri plays the cello")).fact
+        assert [f.id for f in app.search("what does Dmitri play?", limit=5)] == [first.id]
+        assert [f.id for f in app.search("what does Dmitri play?", limit=5)] == [first.id]
+        second = other.add(FactInput("Dmitri plays chess on Sundays")).fact
+        assert {f.id for f in app.search("what does Dmitri play?", limit=5)} == {
+            first.id, second.id}
+        app.close()
+        other.close()
+    finally:
+        with psycopg.connect(pg_server.uri, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

@@ -184,12 +184,23 @@ def m003_read_all(cur: Cursor, schema: sql.Identifier) -> None:
 
 _GENERATION = (
     """CREATE TABLE {s}.fact_generation (user_id text PRIMARY KEY, n bigint NOT NULL)""",
+    # The scoped bump and the read run with the owner's rights (an application role
+    # granted the tables before this migration needs no grant on the counter; the
+    # forced policies still bind them to the connection's scope).
+    """CREATE FUNCTION {s}.fact_generation_bump_user(who text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+        INSERT INTO {s}.fact_generation AS g (user_id, n) VALUES (who, 1)
+        ON CONFLICT (user_id) DO UPDATE SET n = g.n + 1
+    $$""",
+    """CREATE FUNCTION {s}.fact_generation_of(who text) RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+        SELECT n FROM {s}.fact_generation WHERE user_id = who
+    $$""",
     f"""CREATE FUNCTION {{s}}.fact_generation_bump() RETURNS trigger LANGUAGE plpgsql AS $$
     DECLARE scope text := current_setting('{SCOPE_SETTING}', true);
     BEGIN
         IF scope LIKE '=%' THEN
-            INSERT INTO {{s}}.fact_generation AS g (user_id, n) VALUES (substr(scope, 2), 1)
-            ON CONFLICT (user_id) DO UPDATE SET n = g.n + 1;
+            PERFORM {{s}}.fact_generation_bump_user(substr(scope, 2));
         ELSE
             UPDATE {{s}}.fact_generation SET n = n + 1;
         END IF;
@@ -205,7 +216,10 @@ def m004_fact_generation(cur: Cursor, schema: sql.Identifier) -> None:
     bypassing row-level security can make, bumps every user's), so a search may keep what
     it read while its user's counter is unchanged (:mod:`.searchcache`, as SQLite's
     m004; a user without a row is never cached). Under row-level security like the
-    rest; each existing user gets a row."""
+    rest; each existing user gets a row. The scoped bump and the read
+    (``fact_generation_of(user)``) are ``SECURITY DEFINER`` functions: an application
+    role granted the tables before this migration keeps writing and searching without a
+    new grant."""
     for statement in _GENERATION:
         cur.execute(sql.SQL(statement).format(s=schema))
     for table in ("facts", "entities", "fact_entities"):

@@ -49,7 +49,7 @@ from memoryport.storage.turns.postgres_terms import phrase_terms
 __all__ = ["search"]
 
 _BEGIN = b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-_GENERATION = b"SELECT n FROM fact_generation WHERE user_id = %s"
+_GENERATION = b"SELECT fact_generation_of(%s)"
 _LATEST = f"SELECT max({read.WHEN}) FROM facts f WHERE f.user_id = ?"
 _LINKS = (b"SELECT e.key, fe.fact_id FROM entities e JOIN fact_entities fe"
           b" ON fe.entity_id = e.id WHERE e.user_id = %s AND e.key = ANY(%s)")
@@ -111,7 +111,12 @@ def _first_round(pg: PgConnection, cache: SearchCache, ask: _Ask, *, snapshot: b
             first = conn.cursor().execute(_GENERATION, (user,))
     row = first.fetchone()
     rows = ranked_rows(ranked.fetchall()) if ranked is not None else []
-    return (int(row[0]) if row else None), rows, missing, links, latest
+    return _counter(row), rows, missing, links, latest
+
+
+def _counter(row: Any) -> int | None:
+    """The counter a ``fact_generation_of`` row holds (None: the user has none yet)."""
+    return int(row[0]) if row and row[0] is not None else None
 
 
 def _learn(cache: SearchCache, user: str, missing: list[str], links: Any,
@@ -137,11 +142,10 @@ def _unchanged(pg: PgConnection, cache: SearchCache, ask: _Ask) -> list[Fact] | 
     _learn(cache, pg.user_id, missing, links, latest)
     before = pg.statements
     found = _rank(pg, cache, ask, ranked)
-    if pg.statements != before:
-        row = pg.conn.execute(_GENERATION, (pg.user_id,)).fetchone()
-        if row is None or int(row[0]) != generation:
-            cache.clear()
-            return None
+    if pg.statements != before and _counter(
+            pg.conn.execute(_GENERATION, (pg.user_id,)).fetchone()) != generation:
+        cache.clear()
+        return None
     return found
 
 
