@@ -126,6 +126,7 @@ def test_tiny_bounds_clear_and_stay_exact(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(bm25, "WORDS_MAX", 4)
     monkeypatch.setattr(bm25, "VOCABULARY_TURNS", vocabulary_turns)  # 0: looked up
     monkeypatch.setattr(bm25, "VOCABULARY_MAX", vocabulary_max)  # 12: grows past it
+    monkeypatch.setattr(bm25, "VOCABULARY_AFTER", 0)
     path = tmp_path / "holographic.db"
     rng = random.Random(21)
     with TurnIndex(path, dense=False) as index:
@@ -135,11 +136,18 @@ def test_tiny_bounds_clear_and_stay_exact(tmp_path: Path, monkeypatch: pytest.Mo
             index.add_turns(_turns(rng, 2))
 
 
-def test_the_kept_vocabulary_follows_new_turns(tmp_path: Path) -> None:
+def test_the_kept_vocabulary_follows_new_turns(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bm25, "VOCABULARY_AFTER", 2)
     path = tmp_path / "holographic.db"
     rng = random.Random(17)
     with TurnIndex(path, dense=False) as index:
         index.add_turns(_turns(rng, 30))
+        assert index.search("sqlite") != []  # the first search: the FTS5 query
+        assert index._cache.postings._vocabulary is None
+        assert index.search("tea") != []
+        assert index.search("garden") != []  # two words looked up, then read once
+        assert index._cache.postings._vocabulary is None
         assert index.search("zebra") == []  # no turn holds it: the vocabulary says so
         assert index._cache.postings._vocabulary is not None
         index.add_turns([TurnInput("s9", "Alice", "A zebra crossed the garden.", START)])
@@ -237,5 +245,6 @@ def test_postings_read_fts5s_averages_themselves_outside_a_search(tmp_path: Path
     with TurnIndex(path, dense=False) as index:
         index.add_turns(_turns(random.Random(2), 40))
         fresh = bm25.Postings(64)  # no catch-up has handed it the averages records
+        assert fresh.top(index._conn, ["sqlite", "tea"], 5) is None  # its first: the query
         found = fresh.top(index._conn, ["sqlite", "tea"], index_module.MAIN_DEPTH)
         assert found == _reference(path, "sqlite tea")

@@ -14,7 +14,9 @@ catch-up (:meth:`.rowcache.RowCache.catch_up`, inside the search's snapshot) han
 word, and sums them per turn. The session blocks' BM25 (``blocks_fts``, :meth:`Postings.blocks`)
 likewise: a block's text is its turns' texts, one per line, so each new turn adds
 its counts and its length to its block's. A store of up to :data:`VOCABULARY_TURNS` turns
-also keeps its whole vocabulary, so a query word no turn holds needs no FTS5 query.
+also keeps its whole vocabulary, so a query word no turn holds needs no FTS5 query. A
+process's first search runs the FTS5 queries (reading postings costs more than one query:
+a one-shot command searches once).
 
 Exactness, as ``fts5Bm25Function`` (SQLite's ``fts5_aux.c``) computes it: the table's row
 and token counts are read from FTS5's own averages record in the same snapshot; a
@@ -42,7 +44,8 @@ from itertools import compress, repeat
 from operator import add, ge
 from typing import Any
 
-__all__ = ["BLOCKS_MAX", "POSTINGS_MAX", "TOKENIZER", "VOCABULARY_MAX", "VOCABULARY_TURNS",
+__all__ = ["BLOCKS_MAX", "POSTINGS_MAX", "TOKENIZER", "VOCABULARY_AFTER", "VOCABULARY_MAX",
+           "VOCABULARY_TURNS",
            "WORDS_MAX", "Postings", "tokens", "varints"]
 
 TOKENIZER = "porter unicode61"
@@ -57,6 +60,9 @@ how many turns hold it) once and keeps it up to date, so a query word no turn ho
 no FTS5 query; above, each new word is looked up."""
 VOCABULARY_MAX = 300_000
 """The most terms a kept vocabulary holds (dropped, and not read again, when past it)."""
+VOCABULARY_AFTER = 32
+"""A cache reads the vocabulary once it has looked up this many new words in FTS5 (a
+one-shot process never pays for reading it)."""
 BLOCKS_MAX = 200_000
 """How many session blocks' ids a cache remembers (cleared when past it)."""
 
@@ -130,6 +136,8 @@ class Postings:
         cache's catch-up at the start of each search (in its snapshot); None: read here."""
         self._vocabulary: dict[str, int] | None = None  # term -> turns holding it
         self._vocabulary_off = False  # it grew past VOCABULARY_MAX once
+        self._lookups = 0  # words looked up in FTS5 (no vocabulary kept)
+        self._searches = 0
         self._size = 0  # postings held
         self._words: dict[str, str | None] = {}  # query word -> its one FTS5 term
         self._vocab: sqlite3.Connection | None = None  # the connection with the vocab table
@@ -307,7 +315,9 @@ class Postings:
         counts: list[tuple[int, int]] = []
         in_blocks: dict[int, int] = {}
         vocabulary = self._vocabulary
-        if vocabulary is None and not self._vocabulary_off and self.seen <= VOCABULARY_TURNS:
+        self._lookups += vocabulary is None
+        if vocabulary is None and not self._vocabulary_off and self.seen <= VOCABULARY_TURNS \
+                and self._lookups > VOCABULARY_AFTER:  # worth reading once: words keep coming
             vocabulary = self._vocabulary = dict(
                 conn.execute("SELECT term, doc FROM temp.turns_fts_terms").fetchall())
         if term in vocabulary if vocabulary is not None else conn.execute(
@@ -343,6 +353,9 @@ class Postings:
         """``(turn id, score)`` of the ``depth`` best turns for the FTS5 query ORing the
         phrases ``words`` (``rank.fts_query``'s terms, in order), best first; the score
         is ``-bm25()``. None when a word is not exactly one FTS5 term (run the query)."""
+        self._searches += 1
+        if self._searches == 1:  # the only one of a one-shot process: the query costs less
+            return None
         terms = self._terms_of(words)
         if terms is None:
             return None
