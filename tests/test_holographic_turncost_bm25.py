@@ -248,3 +248,14 @@ def test_postings_read_fts5s_averages_themselves_outside_a_search(tmp_path: Path
         assert fresh.top(index._conn, ["sqlite", "tea"], 5) is None  # its first: the query
         found = fresh.top(index._conn, ["sqlite", "tea"], index_module.MAIN_DEPTH)
         assert found == _reference(path, "sqlite tea")
+
+
+def test_a_word_in_too_many_turns_is_ranked_by_the_query(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bm25, "TERM_MAX", 5)
+    path = tmp_path / "holographic.db"
+    rng = random.Random(6)
+    with TurnIndex(path, dense=False) as index:
+        index.add_turns(_turns(rng, 80))
+        _same(index, path, rng)  # common words: the query; rare ones: in process
+        assert "sqlite" not in index._cache.postings._terms

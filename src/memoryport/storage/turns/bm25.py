@@ -44,9 +44,8 @@ from itertools import compress, repeat
 from operator import add, ge
 from typing import Any
 
-__all__ = ["BLOCKS_MAX", "POSTINGS_MAX", "TOKENIZER", "VOCABULARY_AFTER", "VOCABULARY_MAX",
-           "VOCABULARY_TURNS",
-           "WORDS_MAX", "Postings", "tokens", "varints"]
+__all__ = ["BLOCKS_MAX", "POSTINGS_MAX", "TERM_MAX", "TOKENIZER", "VOCABULARY_AFTER",
+           "VOCABULARY_MAX", "VOCABULARY_TURNS", "WORDS_MAX", "Postings", "tokens", "varints"]
 
 TOKENIZER = "porter unicode61"
 """The turn index's FTS5 tokenizer (``schema.m001_turns``)."""
@@ -60,6 +59,9 @@ how many turns hold it) once and keeps it up to date, so a query word no turn ho
 no FTS5 query; above, each new word is looked up."""
 VOCABULARY_MAX = 300_000
 """The most terms a kept vocabulary holds (dropped, and not read again, when past it)."""
+TERM_MAX = 200_000
+"""A word held by more turns than this is ranked by the FTS5 query (its postings are not
+read: a search would pay more for them than the query costs)."""
 VOCABULARY_AFTER = 32
 """A cache reads the vocabulary once it has looked up this many new words in FTS5 (a
 one-shot process never pays for reading it)."""
@@ -295,9 +297,9 @@ class Postings:
         out = [known.get(w) for w in words]
         return None if None in out else [t for t in out if t is not None]
 
-    def _load(self, conn: sqlite3.Connection, term: str, word: str) -> _Group:
-        """Read ``term``'s postings (``word``'s FTS5 term) and the lengths of the turns
-        holding it."""
+    def _load(self, conn: sqlite3.Connection, term: str) -> _Group | None:
+        """Read ``term``'s postings and the lengths of the turns holding it (None when more
+        than :data:`TERM_MAX` turns hold it: they are not read)."""
         if self._vocab is not conn:
             read_only = conn.execute("PRAGMA query_only").fetchone()[0]
             if read_only:
@@ -320,9 +322,15 @@ class Postings:
                 and self._lookups > VOCABULARY_AFTER:  # worth reading once: words keep coming
             vocabulary = self._vocabulary = dict(
                 conn.execute("SELECT term, doc FROM temp.turns_fts_terms").fetchall())
-        if term in vocabulary if vocabulary is not None else conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM turns_fts WHERE turns_fts MATCH ?)",
-                (f'"{word}"',)).fetchone()[0]:  # cheaper than its instances
+        if vocabulary is not None:
+            hits = vocabulary.get(term, 0)
+        else:
+            found = conn.execute("SELECT doc FROM temp.turns_fts_terms WHERE term = ?",
+                                 (term,)).fetchone()
+            hits = found[0] if found is not None else 0
+        if hits > TERM_MAX:  # more than a search should read: the query ranks it
+            return None
+        if hits:
             counts = conn.execute(
                 "SELECT doc, count(*) FROM temp.turns_fts_instances WHERE term = ?"
                 " GROUP BY doc", (term,)).fetchall()
@@ -360,8 +368,12 @@ class Postings:
         if terms is None:
             return None
         kept = self._terms
-        groups = [kept[t] if t in kept else self._load(conn, t, w)
-                  for t, w in zip(terms, words, strict=True)]
+        groups = []
+        for term in terms:
+            group = kept[term] if term in kept else self._load(conn, term)
+            if group is None:
+                return None
+            groups.append(group)
         if self._size > POSTINGS_MAX:  # kept for this search, dropped after
             self.clear()
         stats = self._averages(conn, 0)
