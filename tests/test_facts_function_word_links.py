@@ -152,6 +152,35 @@ def test_sqlite_a_fresh_store_writes_no_function_word_link(tmp_path: Path) -> No
     store.close()
 
 
+_SQLITE_OPENER = """
+import sys
+from memoryport.storage.facts.store import FactStore
+store = FactStore(sys.argv[1])
+print(len(store.search("What did we decide about the sqlite schema?", limit=6)))
+store.close()
+"""
+
+
+def test_sqlite_two_processes_opening_the_old_store_clean_it_once(tmp_path: Path) -> None:
+    """Two processes open the old file at once: both succeed and see no boosted fact;
+    the cleanup is recorded once and removed exactly the old links."""
+    path = tmp_path / "holographic.db"
+    _old_sqlite(path)
+    before = _sqlite_rows(path)
+    procs = [subprocess.Popen([sys.executable, "-c", _SQLITE_OPENER, str(path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    assert [out.strip() for out, _ in results] == ["0", "0"]
+    after = _sqlite_rows(path)
+    assert {k: v for k, v in after.items() if k != "generation"} == _without_old_links(before)
+    conn = sqlite3.connect(path)
+    assert conn.execute(f"SELECT count(*) FROM {migrations.LEDGER_TABLE}"
+                        " WHERE name = 'm005_function_word_links'").fetchone()[0] == 1
+    conn.close()
+
+
 # ---------------------------------------------------------------------------- PostgreSQL
 
 
