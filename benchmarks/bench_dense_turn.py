@@ -7,8 +7,8 @@ with the model on: ``inline`` (the query embedded on the search's thread when th
 signal needs it, and the background writer not waiting for it: the behaviour before) and
 ``ahead`` (the query embedded on the index's query thread while the search does its
 lexical part, the writer waiting for it; ``storage/turns/query_vectors.py``) and
-``split`` (the default: as ``ahead``, and the search's thread, once it waits, takes the
-second column half of the query's matrix products).
+``split`` (as ``ahead``, and the search's thread, once it waits, takes the second column
+half of the query's matrix products: ``query_vectors.SPLIT``, off by default).
 The variants are alternated, so a busy shared machine weighs on both alike.
 
 Also prints one query's embedding alone (CPU and wall p50 of 200, after a sleep of
@@ -82,7 +82,7 @@ def main() -> None:
                          "cpu_per_turn_ms": holo["cpu_per_turn_ms"],
                          "load": round(os.getloadavg()[0], 2)})
             print_table("", rows[-1:])
-    query_vectors.AHEAD, query_vectors.SPLIT, vectors.WRITER_WAIT = VARIANTS["split"]
+    query_vectors.AHEAD, query_vectors.SPLIT, vectors.WRITER_WAIT = VARIANTS["ahead"]
     alone = query_alone(args.user_ms)
     print_table("What the dense path adds to a turn (holographic p50 - trivial p50)", rows)
     print(f"\none query embedded alone (sleep {args.user_ms} ms between): {alone}")

@@ -124,10 +124,13 @@ def test_split_products_give_the_same_vectors(tmp_path: Path) -> None:
         assert model.embed([text], split=halves)[0] == model.embed([text])[0]
 
 
-def test_a_search_takes_half_of_its_querys_products(tmp_path: Path) -> None:
-    """The query thread offers the second half of a product (QueryVectors.run) to the
-    search waiting in get(): here the first half only finishes once the second has run,
-    so it must have run on the search's thread; the vector is the model's own."""
+def test_a_search_takes_half_of_its_querys_products(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``query_vectors.SPLIT`` (off by default), the query thread offers the second
+    half of a product (QueryVectors.run) to the search waiting in get(): here the first
+    half only finishes once the second has run, so it must have run on the search's
+    thread; the vector is the model's own."""
+    monkeypatch.setattr(query_vectors, "SPLIT", True)
     model = MiniLM(tiny_model(tmp_path / "tiny"))
     ran: list[str] = []
     second_done = threading.Event()

@@ -17,11 +17,11 @@ or a new speaker) costs a second embedding, never a different vector: :meth:`get
 exactly the text it is asked for. The last :data:`KEEP` query vectors are kept by exact
 text (a search asks for its vector more than once: the dense signal and the expansion).
 
-The search's thread does not wait idle: while it waits for its query's vector it takes
-the second column half of the model's matrix products the query thread offers
-(:meth:`QueryVectors.run`, the encoder's ``Split``; each output column is the same dot
-product, so the vector is bit for bit the same), so the two cores share the embedding.
-A half not taken yet when the query thread has done its own is taken back.
+With :data:`SPLIT` (off: it did not help here), the search's thread does not wait idle:
+while it waits for its query's vector it takes the second column half of the model's
+matrix products the query thread offers (:meth:`QueryVectors.run`, the encoder's
+``Split``; each output column is the same dot product, so the vector is bit for bit the
+same). A half not taken yet when the query thread has done its own is taken back.
 
 While a query is being embedded, :attr:`QueryVectors.idle` is clear: the background
 writer waits for it before embedding its next batch (and between the model's layers), so
@@ -44,9 +44,13 @@ AHEAD = True
 """Whether a search starts its query's embedding before its lexical part (False: the
 query is embedded when the dense signal needs it, on the search's thread)."""
 
-SPLIT = True
+SPLIT = False
 """Whether the search's thread takes half of its query's matrix products while it waits
-(False: the query thread does them all)."""
+(False: the query thread does them all). Off: it did not help here (``benchmarks/
+bench_dense_turn.py``, alternated with ``ahead``, load 0.5-3: holographic adds 19.1-20.1
+against 18.1 ms at ``--user-ms 200``, 25.5-30.2 against 26.3-26.5 ms with no wait): cold
+after a pause, the embedding waits on memory more than on arithmetic, and each handed-over
+half costs a thread wake-up."""
 KEEP = 16
 """How many query vectors are kept (by exact text, least recently used dropped)."""
 
