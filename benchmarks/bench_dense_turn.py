@@ -2,13 +2,11 @@
 after it moved beside the lexical part, alternated in one process.
 
 Each round runs ``bench_turn.run`` (the same setup and measured turn as
-``benchmarks/bench_turn.py``) for the trivial provider, then the holographic one three times
+``benchmarks/bench_turn.py``) for the trivial provider, then the holographic one twice
 with the model on: ``inline`` (the query embedded on the search's thread when the dense
 signal needs it, and the background writer not waiting for it: the behaviour before) and
 ``ahead`` (the query embedded on the index's query thread while the search does its
-lexical part, the writer waiting for it; ``storage/turns/query_vectors.py``) and
-``split`` (as ``ahead``, and the search's thread, once it waits, takes the second column
-half of the query's matrix products: ``query_vectors.SPLIT``, off by default).
+lexical part, the writer waiting for it; ``storage/turns/query_vectors.py``).
 The variants are alternated, so a busy shared machine weighs on both alike.
 
 Also prints one query's embedding alone (CPU and wall p50 of 200, after a sleep of
@@ -36,9 +34,8 @@ from _report import percentile, print_table, write_json
 
 from memoryport.storage.turns import query_vectors, vectors
 
-VARIANTS = {"inline": (False, False, 0.0), "ahead": (True, False, vectors.WRITER_WAIT),
-            "split": (True, True, vectors.WRITER_WAIT)}
-"""Variant -> (``query_vectors.AHEAD``, ``query_vectors.SPLIT``, ``vectors.WRITER_WAIT``)."""
+VARIANTS = {"inline": (False, 0.0), "ahead": (True, vectors.WRITER_WAIT)}
+"""Variant -> (``query_vectors.AHEAD``, ``vectors.WRITER_WAIT``)."""
 
 
 def query_alone(user_ms: float, count: int = 200) -> dict[str, float]:
@@ -71,8 +68,8 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for round_no in range(args.rounds):
         base = bench_turn.run(args.turns, 10_000, False, args.model_ms, user_ms=args.user_ms)
-        for name, (ahead, split, wait) in VARIANTS.items():
-            query_vectors.AHEAD, query_vectors.SPLIT, vectors.WRITER_WAIT = ahead, split, wait
+        for name, (ahead, wait) in VARIANTS.items():
+            query_vectors.AHEAD, vectors.WRITER_WAIT = ahead, wait
             holo = bench_turn.run(args.turns, 10_000, True, args.model_ms, 0, args.user_ms)
             rows.append({"round": round_no, "variant": name, "model_ms": args.model_ms,
                          "user_ms": args.user_ms, "p50_ms": holo["p50_ms"],
@@ -82,7 +79,7 @@ def main() -> None:
                          "cpu_per_turn_ms": holo["cpu_per_turn_ms"],
                          "load": round(os.getloadavg()[0], 2)})
             print_table("", rows[-1:])
-    query_vectors.AHEAD, query_vectors.SPLIT, vectors.WRITER_WAIT = VARIANTS["ahead"]
+    query_vectors.AHEAD, vectors.WRITER_WAIT = VARIANTS["ahead"]
     alone = query_alone(args.user_ms)
     print_table("What the dense path adds to a turn (holographic p50 - trivial p50)", rows)
     print(f"\none query embedded alone (sleep {args.user_ms} ms between): {alone}")

@@ -14,12 +14,12 @@ import math
 import sqlite3
 import threading
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from memoryport.storage.turns import TurnIndex, TurnInput, encoder, query_vectors, vectors
+from memoryport.storage.turns import TurnIndex, TurnInput, vectors
 from memoryport.storage.turns.encoder import MiniLM
 from test_holographic_embed import LAYERS, tiny_model
 
@@ -94,60 +94,3 @@ def test_writer_waits_for_the_query_and_loses_nothing(tmp_path: Path,
         stored = conn.execute("SELECT t.source_id, v.model FROM turns t JOIN turn_vectors v"
                               " ON v.turn_id = t.id ORDER BY t.id").fetchall()
     assert stored == [("D1:1", "gate-v1"), ("D1:2", "gate-v1")]
-
-
-class Halves:
-    """A real ``Split`` that runs the second half on a thread of its own and counts."""
-
-    def __init__(self) -> None:
-        self.runs = 0
-
-    def run(self, first: Callable[[], object], second: Callable[[], object]) -> None:
-        """``second`` on a new thread while ``first`` runs here."""
-        self.runs += 1
-        other = threading.Thread(target=second)
-        other.start()
-        first()
-        other.join()
-
-
-def test_split_products_give_the_same_vectors(tmp_path: Path) -> None:
-    """The three large products of each layer computed by column halves on two threads
-    give bit for bit the vectors of one thread (single texts and a padded batch)."""
-    model = MiniLM(tiny_model(tmp_path / "tiny"))
-    texts = ["alice bought a car", "the car", "bob", ""]
-    halves = Halves()
-    split = model.embed(texts, split=halves)
-    assert [v.tobytes() for v in split] == [v.tobytes() for v in model.embed(texts)]
-    assert halves.runs == 3 * LAYERS
-    for text in texts:
-        assert model.embed([text], split=halves)[0] == model.embed([text])[0]
-
-
-def test_a_search_takes_half_of_its_querys_products(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """With ``query_vectors.SPLIT`` (off by default), the query thread offers the second
-    half of a product (QueryVectors.run) to the search waiting in get(): here the first
-    half only finishes once the second has run, so it must have run on the search's
-    thread; the vector is the model's own."""
-    monkeypatch.setattr(query_vectors, "SPLIT", True)
-    model = MiniLM(tiny_model(tmp_path / "tiny"))
-    ran: list[str] = []
-    second_done = threading.Event()
-
-    def second() -> None:
-        ran.append(threading.current_thread().name)
-        second_done.set()
-
-    def embed_split(texts: list[str], halves: encoder.Split) -> list[array[float]]:
-        halves.run(lambda: second_done.wait(30), second)
-        return model.embed(texts, split=halves)
-
-    queries = query_vectors.QueryVectors(model.embed, vectors.query_text, embed_split)
-    try:
-        queries.start("alice bought a car", "")
-        vec = queries.get("alice bought a car")
-    finally:
-        queries.stop()
-    assert ran == ["MainThread"]
-    assert vec.tobytes() == model.embed(["alice bought a car"])[0].tobytes()

@@ -19,11 +19,11 @@ import struct
 from array import array
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-__all__ = ["BATCH_TOKENS", "MAX_TOKENS", "MODEL_FILES", "MiniLM", "Split", "read_safetensors"]
+__all__ = ["BATCH_TOKENS", "MAX_TOKENS", "MODEL_FILES", "MiniLM", "read_safetensors"]
 
 MAX_TOKENS = 256
 """Longest input in tokens (sentence-transformers' ``max_seq_length`` for this model)."""
@@ -36,14 +36,6 @@ _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 _A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 _P = 0.3275911
 _SQRT_HALF = np.float32(0.7071067811865476)
-
-
-class Split(Protocol):
-    """Runs two halves of a step, the second possibly on another thread (both are done
-    when :meth:`run` returns)."""
-
-    def run(self, first: Callable[[], object], second: Callable[[], object]) -> None:
-        """Run ``first`` here and ``second`` here or elsewhere; return when both ran."""
 
 
 def read_safetensors(path: Path) -> dict[str, Any]:
@@ -94,37 +86,18 @@ class _Layer:
     def __init__(self, t: dict[str, Any], n: int) -> None:
         p = f"encoder.layer.{n}."
         att = p + "attention."
-        qkv_w = np.concatenate([t[f"{att}self.{k}.weight"] for k in ("query", "key", "value")])
-        self.qkv = _halves(qkv_w)
+        self.qkv_w = np.ascontiguousarray(np.concatenate(
+            [t[f"{att}self.{k}.weight"] for k in ("query", "key", "value")]).T, np.float32)
         self.qkv_b = np.concatenate(
             [t[f"{att}self.{k}.bias"] for k in ("query", "key", "value")]).astype(np.float32)
         self.out_w = np.ascontiguousarray(t[att + "output.dense.weight"].T, np.float32)
         self.out_b = t[att + "output.dense.bias"].astype(np.float32)
         self.ln1 = (t[att + "output.LayerNorm.weight"], t[att + "output.LayerNorm.bias"])
-        self.up = _halves(t[p + "intermediate.dense.weight"])
+        self.up_w = np.ascontiguousarray(t[p + "intermediate.dense.weight"].T, np.float32)
         self.up_b = t[p + "intermediate.dense.bias"].astype(np.float32)
-        self.down = _halves(t[p + "output.dense.weight"])
+        self.down_w = np.ascontiguousarray(t[p + "output.dense.weight"].T, np.float32)
         self.down_b = t[p + "output.dense.bias"].astype(np.float32)
         self.ln2 = (t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"])
-
-
-def _halves(weight: Any) -> tuple[Any, Any, int]:
-    """A ``(out, in)`` weight as the two column halves of its transpose (for ``x @ w``;
-    each output column is the same dot product as with the whole matrix) and the cut."""
-    cut = weight.shape[0] // 2
-    return (np.ascontiguousarray(weight[:cut].T, np.float32),
-            np.ascontiguousarray(weight[cut:].T, np.float32), cut)
-
-
-class _Here:
-    """The :class:`Split` that runs both halves on the calling thread."""
-
-    def run(self, first: Callable[[], object], second: Callable[[], object]) -> None:
-        first()
-        second()
-
-
-_HERE = _Here()
 
 
 class MiniLM:
@@ -164,22 +137,19 @@ class MiniLM:
         self.name = name
 
     pauses = True
-    """:meth:`embed` takes ``pause`` (the background writer yields to a search with it)
-    and ``split`` (a search's thread takes half of its query's products)."""
+    """:meth:`embed` takes ``pause`` (the background writer yields to a search with it)."""
 
-    def embed(self, texts: Sequence[str], *, pause: Callable[[], object] | None = None,
-              split: Split = _HERE) -> list[array[float]]:
-        """One unit-length float32 vector per text (the ``Embedder`` protocol). ``pause``
-        is called before each layer of the model (it may block); ``split`` runs the two
-        column halves of each large matrix product (by default both here; a query's
-        embedding gives the second to another thread). Neither changes the vectors."""
-        return [array("f", row.tobytes())
-                for row in self.matrix(texts, pause=pause, split=split)]
+    def embed(self, texts: Sequence[str], *, pause: Callable[[], object] | None = None
+              ) -> list[array[float]]:
+        """One unit-length float32 vector per text (the ``Embedder`` protocol); ``pause``
+        is called before each layer of the model (it may block: the vectors are the
+        same)."""
+        return [array("f", row.tobytes()) for row in self.matrix(texts, pause=pause)]
 
-    def matrix(self, texts: Sequence[str], *, pause: Callable[[], object] | None = None,
-               split: Split = _HERE) -> Any:
+    def matrix(self, texts: Sequence[str], *, pause: Callable[[], object] | None = None
+               ) -> Any:
         """The vectors of ``texts`` as one ``(len(texts), dim)`` float32 array
-        (``pause`` and ``split`` as in :meth:`embed`)."""
+        (``pause`` as in :meth:`embed`)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
@@ -194,12 +164,12 @@ class MiniLM:
                 longest = len(ids[order[end]])
                 end += 1
             batch = order[start:end]
-            out[batch] = self._forward([ids[i] for i in batch], longest, pause, split)
+            out[batch] = self._forward([ids[i] for i in batch], longest, pause)
             start = end
         return out
 
     def _forward(self, batch: list[list[int]], length: int,
-                 pause: Callable[[], object] | None = None, split: Split = _HERE) -> Any:
+                 pause: Callable[[], object] | None = None) -> Any:
         """Mean-pooled, normalised vectors of token id lists padded to ``length``."""
         count = len(batch)
         tokens = np.zeros((count, length), dtype=np.int64)
@@ -213,40 +183,21 @@ class MiniLM:
         for layer in self.layers:
             if pause is not None:
                 pause()
-            x = self._layer(layer, x, bias, split)
+            x = self._layer(layer, x, bias)
         summed = (x * mask[:, :, None]).sum(axis=1)
         pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
-    def _layer(self, layer: _Layer, x: Any, bias: Any, split: Split) -> Any:
+    def _layer(self, layer: _Layer, x: Any, bias: Any) -> Any:
         count, length, dim = x.shape
         heads, size = self.heads, dim // self.heads
-        rows = x.reshape(count * length, dim)
-        qkv = _product(split, rows, layer.qkv, layer.qkv_b).reshape(count, length, 3, heads,
-                                                                    size)
+        qkv = (x @ layer.qkv_w + layer.qkv_b).reshape(count, length, 3, heads, size)
         q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
         scores = (q @ k.transpose(0, 1, 3, 2)) * np.float32(1.0 / np.sqrt(size)) + bias
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         scores /= scores.sum(axis=-1, keepdims=True)
         context = (scores @ v).transpose(0, 2, 1, 3).reshape(count, length, dim)
         x = _layer_norm(x + context @ layer.out_w + layer.out_b, *layer.ln1, self.eps)
-        hidden = _product(split, x.reshape(count * length, dim), layer.up, layer.up_b, _gelu)
-        down = _product(split, hidden, layer.down).reshape(count, length, dim)
-        return _layer_norm(x + down + layer.down_b, *layer.ln2, self.eps)
-
-
-def _product(split: Split, rows: Any, halves: tuple[Any, Any, int], bias: Any = None,
-             then: Callable[[Any], Any] | None = None) -> Any:
-    """``then(rows @ w + bias)`` computed by column halves (``split`` runs the two)."""
-    first, second, cut = halves
-    out = np.empty((rows.shape[0], cut + second.shape[1]), dtype=np.float32)
-
-    def half(w: Any, cols: slice) -> None:
-        part = rows @ w
-        if bias is not None:
-            part += bias[cols]
-        out[:, cols] = part if then is None else then(part)
-
-    split.run(lambda: half(first, slice(0, cut)), lambda: half(second, slice(cut, None)))
-    return out
+        hidden = _gelu(x @ layer.up_w + layer.up_b)
+        return _layer_norm(x + hidden @ layer.down_w + layer.down_b, *layer.ln2, self.eps)

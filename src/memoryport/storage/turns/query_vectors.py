@@ -17,12 +17,6 @@ or a new speaker) costs a second embedding, never a different vector: :meth:`get
 exactly the text it is asked for. The last :data:`KEEP` query vectors are kept by exact
 text (a search asks for its vector more than once: the dense signal and the expansion).
 
-With :data:`SPLIT` (off: it did not help here), the search's thread does not wait idle:
-while it waits for its query's vector it takes the second column half of the model's
-matrix products the query thread offers (:meth:`QueryVectors.run`, the encoder's
-``Split``; each output column is the same dot product, so the vector is bit for bit the
-same). A half not taken yet when the query thread has done its own is taken back.
-
 While a query is being embedded, :attr:`QueryVectors.idle` is clear: the background
 writer waits for it before embedding its next batch (and between the model's layers), so
 a search has the CPU the writer would take.
@@ -34,23 +28,13 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from typing import Any
 
-__all__ = ["AHEAD", "KEEP", "SPLIT", "QueryVectors"]
-
-_OFFERED, _TAKEN, _DONE = 0, 1, 2
+__all__ = ["AHEAD", "KEEP", "QueryVectors"]
 
 AHEAD = True
 """Whether a search starts its query's embedding before its lexical part (False: the
 query is embedded when the dense signal needs it, on the search's thread)."""
 
-SPLIT = False
-"""Whether the search's thread takes half of its query's matrix products while it waits
-(False: the query thread does them all). Off: it did not help here (``benchmarks/
-bench_dense_turn.py``, alternated with ``ahead``, load 0.5-3: holographic adds 19.1-20.1
-against 18.1 ms at ``--user-ms 200``, 25.5-30.2 against 26.3-26.5 ms with no wait): cold
-after a pause, the embedding waits on memory more than on arithmetic, and each handed-over
-half costs a thread wake-up."""
 KEEP = 16
 """How many query vectors are kept (by exact text, least recently used dropped)."""
 
@@ -63,11 +47,8 @@ class QueryVectors:
     """
 
     def __init__(self, embed: Callable[[list[str]], list[array[float]]],
-                 guess: Callable[[str, Iterable[str]], str],
-                 split_embed: Callable[[list[str], QueryVectors], list[array[float]]]
-                 | None = None) -> None:
-        self._embed, self._guess, self._split_embed = embed, guess, split_embed
-        self._offer: list[Any] | None = None  # [half, state, error]: see run()
+                 guess: Callable[[str, Iterable[str]], str]) -> None:
+        self._embed, self._guess = embed, guess
         self._kept: OrderedDict[str, array[float]] = OrderedDict()
         self._speakers: dict[str, set[str]] = {}
         self._cond = threading.Condition()
@@ -113,10 +94,6 @@ class QueryVectors:
                     return held
                 if self._stopping or text not in (self._asked, self._running):
                     break
-                offer = self._offer
-                if offer is not None and offer[1] == _OFFERED:
-                    self._help(offer)
-                    continue
                 self._cond.wait()
             self._here += 1
             self.idle.clear()
@@ -129,41 +106,6 @@ class QueryVectors:
         with self._cond:
             self._keep(text, vec)
         return vec
-
-    def run(self, first: Callable[[], object], second: Callable[[], object]) -> None:
-        """The encoder's ``Split`` on the query thread: ``first`` here while ``second`` is
-        offered to a search waiting in :meth:`get`; taken back if nobody took it."""
-        offer: list[Any] = [second, _OFFERED, None]
-        with self._cond:
-            self._offer = offer
-            self._cond.notify_all()
-        try:
-            first()
-        finally:
-            with self._cond:
-                mine = offer[1] == _OFFERED
-                if mine:
-                    offer[1] = _TAKEN
-                while not mine and offer[1] != _DONE:
-                    self._cond.wait()
-                self._offer = None
-        if mine:
-            second()
-        elif offer[2] is not None:
-            raise offer[2]
-
-    def _help(self, offer: list[Any]) -> None:
-        """Run an offered half (caller holds the condition; released meanwhile)."""
-        offer[1] = _TAKEN
-        self._cond.release()
-        try:
-            offer[0]()
-        except BaseException as exc:  # raised on the query thread, which waits for it
-            offer[2] = exc
-        finally:
-            self._cond.acquire()
-            offer[1] = _DONE
-            self._cond.notify_all()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the query thread (after the embedding it is running)."""
@@ -192,8 +134,7 @@ class QueryVectors:
             assert text is not None
             vec: array[float] | None = None
             try:
-                vec = (self._split_embed([text], self) if self._split_embed and SPLIT
-                       else self._embed([text]))[0]
+                vec = self._embed([text])[0]
             except Exception:  # get() embeds it again and raises there
                 vec = None
             with self._cond:

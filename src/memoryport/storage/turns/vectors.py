@@ -310,10 +310,7 @@ class DenseIndex(WriterThread):
         self._known: set[str] | None = None  # the writer's stored vocabulary words
         self._pairs: set[tuple[str, str]] | None = None  # and (scope, word) pairs
         self._vocab: expand.Vocabulary | None = None  # searches' word vectors
-        split = getattr(embedder, "pauses", False)  # MiniLM: its products split in two
-        self.queries = QueryVectors(embedder.embed, query_text, (
-            lambda texts, halves: embedder.embed(texts, split=halves)  # type: ignore[call-arg]
-        ) if split else None)
+        self.queries = QueryVectors(embedder.embed, query_text)
         """The searches' query vectors (:mod:`.query_vectors`)."""
         self.error = ""
         """The last error of the background writer ("" when none)."""
