@@ -29,7 +29,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
-__all__ = ["AHEAD", "KEEP", "QueryVectors"]
+__all__ = ["AHEAD", "KEEP", "QueryVectors", "WriterThread"]
 
 AHEAD = True
 """Whether a search starts its query's embedding before its lexical part (False: the
@@ -39,7 +39,29 @@ KEEP = 16
 """How many query vectors are kept (by exact text, least recently used dropped)."""
 
 
-class QueryVectors:
+class WriterThread:
+    """What this module's :class:`QueryVectors` and the background vector writers
+    (:class:`~.vectors.DenseIndex`, PostgreSQL's :class:`~.postgres_vectors.VectorWriter`)
+    share: a condition guarding their state, the
+    stop flag and the thread (started on first work)."""
+
+    _cond: threading.Condition
+    _stopping: bool
+    _thread: threading.Thread | None
+
+    def _halt(self, timeout: float) -> threading.Thread | None:
+        """Set the stop flag, wake the thread and wait up to ``timeout`` seconds for it
+        (not when called from the thread itself); the thread, None if never started."""
+        with self._cond:
+            self._stopping = True
+            thread = self._thread
+            self._cond.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        return thread
+
+
+class QueryVectors(WriterThread):
     """One index's query vectors (see the module docstring).
 
     ``embed`` is the embedder's ``embed``; ``guess`` turns a query and the scope's known
@@ -109,12 +131,7 @@ class QueryVectors:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the query thread (after the embedding it is running)."""
-        with self._cond:
-            self._stopping = True
-            thread = self._thread
-            self._cond.notify_all()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+        self._halt(timeout)
         self.idle.set()
 
     def _keep(self, text: str, vec: array[float]) -> None:

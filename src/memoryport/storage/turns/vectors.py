@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoryport.storage.turns import expand
-from memoryport.storage.turns.query_vectors import QueryVectors
+from memoryport.storage.turns.query_vectors import QueryVectors, WriterThread
 
 __all__ = [
     "DENSE_DEPTH",
@@ -263,27 +263,6 @@ class _Scope:
         self.rows[turn_id] = len(self.ids)
         self.data[len(self.ids)] = self.np.frombuffer(blob, dtype=self.np.float32)
         self.ids.append(turn_id)
-
-
-class WriterThread:
-    """What the background vector writers (SQLite's :class:`DenseIndex`, PostgreSQL's
-    :class:`~.postgres_vectors.VectorWriter`) share: a condition guarding their state, the
-    stop flag and the thread (started on first work)."""
-
-    _cond: threading.Condition
-    _stopping: bool
-    _thread: threading.Thread | None
-
-    def _halt(self, timeout: float) -> threading.Thread | None:
-        """Set the stop flag, wake the thread and wait up to ``timeout`` seconds for it
-        (not when called from the thread itself); the thread, None if never started."""
-        with self._cond:
-            self._stopping = True
-            thread = self._thread
-            self._cond.notify_all()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-        return thread
 
 
 class DenseIndex(WriterThread):
