@@ -113,6 +113,14 @@ def rendered(
 _OPEN = (TransactionStatus.INTRANS, TransactionStatus.INERROR)
 
 
+def _roll_back_open(conn: psycopg.Connection[Any]) -> None:
+    """Roll back the transaction a failed pipeline left open (a broken connection: the
+    pool drops it)."""
+    if conn.info.transaction_status in _OPEN:
+        with contextlib.suppress(psycopg.Error):
+            conn.rollback()
+
+
 def pipelined(conn: psycopg.Connection[Any], fn: Callable[[Cursor], Callable[[], T]]) -> T:
     """``fn``'s statements between ``BEGIN`` and ``COMMIT`` in one pipeline: one round
     trip (``conn.transaction()`` in a pipeline syncs after ``BEGIN``, before and after
@@ -126,9 +134,7 @@ def pipelined(conn: psycopg.Connection[Any], fn: Callable[[Cursor], Callable[[],
                 finish = fn(cur)
                 conn.execute(b"COMMIT")
         except BaseException:
-            if conn.info.transaction_status in _OPEN:
-                with contextlib.suppress(psycopg.Error):  # a broken one: the pool drops it
-                    conn.rollback()
+            _roll_back_open(conn)
             raise
         return finish()
 
@@ -157,8 +163,6 @@ def pipelined_implicit(conn: psycopg.Connection[Any], fn: Callable[[Cursor], Cal
                         conn.execute(b"ROLLBACK")
                     raise
         except BaseException:
-            if conn.info.transaction_status in _OPEN:
-                with contextlib.suppress(psycopg.Error):  # a broken one: the pool drops it
-                    conn.rollback()
+            _roll_back_open(conn)
             raise
         return finish()
