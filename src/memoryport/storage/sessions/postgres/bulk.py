@@ -316,37 +316,47 @@ _CHUNK = 48
 """Messages in each later statement of an append or sync."""
 
 
-def _insert_select(source: str) -> str:
+def _insert_select(source: str, returning: str = " RETURNING id") -> str:
     """``INSERT`` of the message columns from ``unnest`` arrays, the session id taken
-    from ``source`` (a relation ``s`` with column ``id``)."""
+    from ``source`` (a relation ``s`` with column ``id``), ending with ``returning``."""
     names = ", ".join(name for name, _ in _COLUMNS)
     arrays = ", ".join(f"%b::{kind}[]" for _, kind in _COLUMNS)
     picked = ", ".join(f"r.{name}" for name, _ in _COLUMNS[:-1])
     return (
         f"INSERT INTO {{s}}.messages (session_id, {names})"
         f" SELECT s.id, {picked}, r.tsv::tsvector FROM {source}, unnest({arrays})"
-        f" WITH ORDINALITY AS r({names}, ord) ORDER BY r.ord RETURNING id"
+        f" WITH ORDINALITY AS r({names}, ord) ORDER BY r.ord{returning}"
     )
 
 
+_COUNTERS = (
+    "WITH s AS (UPDATE {s}.sessions SET message_count = message_count + %s,"
+    " tool_call_count = tool_call_count + %s,"
+    " last_active_at = greatest(last_active_at, %s) WHERE id = %s RETURNING id)"
+)
+"""The session's counters for the whole batch, locking its row until commit."""
+
+
 def append_statement(schema: sql.Identifier) -> sql.Composed:
-    """The first statement of an append (parameters: message count, tool-call count,
-    newest timestamp, session id, then one array per :data:`_COLUMNS` entry)."""
+    """The first statement of an append of at most :data:`_FIRST_CHUNK` messages, giving
+    back their ids (parameters: message count, tool-call count, newest timestamp, session
+    id, then one array per :data:`_COLUMNS` entry)."""
     return sql.SQL(
-        "WITH s AS (UPDATE {s}.sessions SET message_count = message_count + %s,"
-        " tool_call_count = tool_call_count + %s,"
-        " last_active_at = greatest(last_active_at, %s) WHERE id = %s RETURNING id),"
-        f" m AS ({_insert_select('s')})"
-        " SELECT id FROM m ORDER BY id"
+        f"{_COUNTERS}, m AS ({_insert_select('s')}) SELECT id FROM m ORDER BY id"
     ).format(s=schema)
+
+
+def _head_statement(schema: sql.Identifier) -> sql.Composed:
+    """:func:`append_statement` of a longer append, giving nothing back (the ids come
+    with the last statement, :func:`_tail_statement`)."""
+    return sql.SQL(f"{_COUNTERS} {_insert_select('s', '')}").format(s=schema)
 
 
 def _more_statement(schema: sql.Identifier) -> sql.Composed:
     """A later chunk of an append (parameters: session id, then the arrays)."""
-    return sql.SQL(
-        f"WITH m AS ({_insert_select('(SELECT id FROM {s}.sessions WHERE id = %s) s')})"
-        " SELECT id FROM m ORDER BY id"
-    ).format(s=schema)
+    return sql.SQL(_insert_select("(SELECT id FROM {s}.sessions WHERE id = %s) s", "")).format(
+        s=schema
+    )
 
 
 def events_statement(schema: sql.Identifier) -> sql.Composed:
@@ -357,18 +367,39 @@ def events_statement(schema: sql.Identifier) -> sql.Composed:
     ).format(s=schema)
 
 
+_LAST = "(SELECT id FROM {s}.messages WHERE session_id = %s ORDER BY id DESC LIMIT %s)"
+"""A session's last ``%s`` messages by id: an append's or sync's own, since the session's
+row is locked by it until commit (every other append, sync and import of the session
+waits) and ids only grow (imports move the sequence past the ids they write)."""
+_EVENTS = (
+    "INSERT INTO {s}.message_events"
+    " SELECT m.id, e.start_at, e.end_at, e.precision, e.words"
+    " FROM (SELECT id, row_number() OVER (ORDER BY id) AS pos FROM {last} l) m"
+    " JOIN unnest(%b::int8[], %b::float8[], %b::float8[], %b::text[], %b::text[])"
+    " AS e(pos, start_at, end_at, precision, words) USING (pos)"
+)
+
+
 def _positional_events_statement(schema: sql.Identifier) -> sql.Composed:
     """Insert event windows of a session's last ``%s`` messages, the k-th (1-based, by id)
     named by position; parameters: session id, count, then five arrays (position, start,
     end, precision, words)."""
+    return sql.SQL(_EVENTS.replace("{last}", _LAST)).format(s=schema)
+
+
+def _tail_statement(schema: sql.Identifier) -> sql.Composed:
+    """The last statement of a longer append: the ids of the session's last ``%s``
+    messages in id order (the append's, in input order) and, in the same statement,
+    the event windows of :func:`_positional_events_statement` (same parameters)."""
     return sql.SQL(
-        "INSERT INTO {s}.message_events"
-        " SELECT m.id, e.start_at, e.end_at, e.precision, e.words"
-        " FROM (SELECT id, row_number() OVER (ORDER BY id) AS pos FROM"
-        " (SELECT id FROM {s}.messages WHERE session_id = %s ORDER BY id DESC LIMIT %s) l) m"
-        " JOIN unnest(%b::int8[], %b::float8[], %b::float8[], %b::text[], %b::text[])"
-        " AS e(pos, start_at, end_at, precision, words) USING (pos)"
+        f"WITH l AS {_LAST}, e AS ({_EVENTS.replace('{last}', 'l')}) SELECT id FROM l ORDER BY id"
     ).format(s=schema)
+
+
+def _ids_statement(schema: sql.Identifier) -> sql.Composed:
+    """:func:`_tail_statement` for an append without event windows (parameters: session
+    id, count)."""
+    return sql.SQL(f"SELECT id FROM {_LAST} l ORDER BY id").format(s=schema)
 
 
 def _columns(rows: Sequence[tuple[Any, ...]], skip: int, encoding: str, timed: list[bool]
@@ -403,6 +434,28 @@ _TIMESTAMP = 3
 """The ``timestamp`` column's index in a ``message_values`` row (the others are text)."""
 
 
+def _message_rows(session_id: str, items: Sequence[MessageInput], now: float
+                  ) -> list[tuple[Any, ...]]:  # fmt: skip
+    """``message_values`` of each of ``items``, the usual message built directly: ASCII
+    content without NUL, no tool fields, reasoning or metadata (so ``encode_text``,
+    ``dump_json`` and ``valid_text`` would return each value unchanged); about a third of
+    ``message_values``'s time."""
+    sid = session_id if session_id.isascii() else None
+    out: list[tuple[Any, ...]] = []
+    for m in items:
+        content, role = m.content, m.role
+        if (
+            sid is None or not content.isascii() or "\x00" in content or not role.isascii()
+            or m.tool_name is not None or m.tool_calls or m.tool_call_id is not None
+            or m.reasoning is not None or m.metadata
+        ):  # fmt: skip
+            out.append(message_values(session_id, m, now))
+        else:
+            stamp = now if m.timestamp is None else m.timestamp
+            out.append((sid, role, content, stamp, None, None, None, None, None))
+    return out
+
+
 def append_batch(
     cur: Cursor, schema: sql.Identifier, session_id: str, items: Sequence[MessageInput], now: float
 ) -> Callable[[], list[int]]:
@@ -410,30 +463,38 @@ def append_batch(
 
     Returns a function giving the new ids in input order once the statements ran (in
     pipeline mode: after the transaction's commit); ``[]`` when the session does not
-    exist (nothing was written).
+    exist (nothing was written). An append longer than :data:`_FIRST_CHUNK` inserts
+    without ``RETURNING`` and reads its ids in its last statement (:func:`_tail_statement`).
     """
     conn = cur.connection
     encoding = conn.info.encoding
     tool_calls = sum(len(m.tool_calls or []) for m in items)
     last = max(now if m.timestamp is None else float(m.timestamp) for m in items)
-    rows = [message_values(session_id, m, now) for m in items[:_FIRST_CHUNK]]
+    rows = _message_rows(session_id, items[:_FIRST_CHUNK], now)
     timed: list[bool] = []
     head = [len(items), tool_calls, last, session_id, *_columns(rows, 1, encoding, timed)]
-    cur.execute(rendered(cur, schema, append_statement), head, prepare=True)
-    cursors = [cur]
+    if len(items) <= _FIRST_CHUNK:
+        cur.execute(rendered(cur, schema, append_statement), head, prepare=True)
+        event_columns = _event_columns(rows, timed)
+        if event_columns:
+            with conn.cursor() as other:
+                other.execute(rendered(cur, schema, _positional_events_statement),
+                              [session_id, len(rows), *event_columns], prepare=True)  # fmt: skip
+        return lambda: [int(row[0]) for row in cur.fetchall()]
+    cur.execute(rendered(cur, schema, _head_statement), head, prepare=True)
+    more_sql = rendered(cur, schema, _more_statement)
     for start in range(_FIRST_CHUNK, len(items), _CHUNK):
-        chunk = [message_values(session_id, m, now) for m in items[start : start + _CHUNK]]
+        chunk = _message_rows(session_id, items[start : start + _CHUNK], now)
         rows.extend(chunk)
-        more = conn.cursor()
-        more_sql = rendered(cur, schema, _more_statement)
-        more.execute(more_sql, [session_id, *_columns(chunk, 1, encoding, timed)], prepare=True)
-        cursors.append(more)
+        cur.execute(more_sql, [session_id, *_columns(chunk, 1, encoding, timed)], prepare=True)
     event_columns = _event_columns(rows, timed)
+    tail = conn.cursor()
     if event_columns:
-        with conn.cursor() as other:
-            other.execute(rendered(cur, schema, _positional_events_statement),
-                          [session_id, len(rows), *event_columns], prepare=True)  # fmt: skip
-    return lambda: [int(row[0]) for c in cursors for row in c.fetchall()]
+        tail.execute(rendered(cur, schema, _tail_statement),
+                     [session_id, len(rows), *event_columns], prepare=True)  # fmt: skip
+    else:
+        tail.execute(rendered(cur, schema, _ids_statement), [session_id, len(rows)], prepare=True)
+    return lambda: [int(row[0]) for row in tail.fetchall()]
 
 
 def _insert_rows(
@@ -562,7 +623,7 @@ def sync_entries(
         if have is not None and have >= len(messages):
             unchanged += 1
             continue
-        new = [message_values(record.id, m, now) for m in messages[have or 0 :]]
+        new = _message_rows(record.id, messages[have or 0 :], now)
         newest = max((float(r[3]) for r in new), default=0.0)
         if have is None:
             created.append(_created_row(record, stored, user_of, len(new), newest))
