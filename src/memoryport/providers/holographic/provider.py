@@ -356,12 +356,22 @@ class HolographicProvider(MemoryProvider):
         rows = [TurnInput(session, speaker, text, timestamp, source_id, user_id)
                 for speaker, text in ((speaker, user_text), (assistant, reply))
                 if isinstance(text, str) and text.strip()]
+        if not rows:
+            return
         try:
-            if rows:
-                turns.add_turns(rows)
-                self._bump()
+            turns.add_turns(rows)
+            self._bump()
         except (MemoryportError, ValueError):
             log.warning("holographic could not store a turn", exc_info=True)
+            return
+        try:
+            # What the next recall's turn search would read first (the new turns' rows and
+            # postings), read now: while that recall waits for these turns anyway (no wait
+            # between turns) or, in an agent, while the user reads the reply.
+            turns.catch_up()
+        except MemoryportError:
+            log.debug("holographic: the turn index will catch up at its next search",
+                      exc_info=True)
 
     def _extract(self, messages: list[Message], source_kind: str) -> None:
         store = self._writable()

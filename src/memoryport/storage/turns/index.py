@@ -235,6 +235,21 @@ class TurnIndex:
             self._vectors.notify()
         return ids
 
+    def catch_up(self) -> None:
+        """Take in the turns stored since the last search now (their rows and the query
+        words' postings: :meth:`.rowcache.RowCache.catch_up`, in a read snapshot of its
+        own), so that the next search, which starts with the same catch-up, finds nothing
+        left to read. The writer of a live agent calls it right after storing a turn, off
+        the next turn's path; searches are exact either way. Nothing for a subclass that
+        reads its own way (it replaces ``_main_scores``)."""
+        if type(self)._main_scores is not TurnIndex._main_scores:
+            return
+        try:
+            with self._lock, self._snapshot():
+                self._cache.catch_up(self._conn)
+        except sqlite3.Error as exc:
+            raise StoreError(f"could not read new turns from {self.path}: {exc}") from exc
+
     def flush_vectors(self, timeout: float | None = None) -> bool:
         """Wait until every stored turn has its dense vector (True), or ``timeout``
         seconds passed (False); True at once without an embedder."""
