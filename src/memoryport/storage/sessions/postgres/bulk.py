@@ -367,10 +367,16 @@ def events_statement(schema: sql.Identifier) -> sql.Composed:
     ).format(s=schema)
 
 
-_LAST = "(SELECT id FROM {s}.messages WHERE session_id = %s ORDER BY id DESC LIMIT %s)"
+_LAST = (
+    "(SELECT id FROM {s}.messages WHERE session_id = %s ORDER BY id DESC LIMIT (SELECT %s::int8))"
+)
 """A session's last ``%s`` messages by id: an append's or sync's own, since the session's
 row is locked by it until commit (every other append, sync and import of the session
-waits) and ids only grow (imports move the sequence past the ids they write)."""
+waits) and ids only grow (imports move the sequence past the ids they write). The limit
+is a sub-select so that the planner, not knowing it, always reads the session's index
+backwards from its end: with the value in sight and a session estimated smaller than it,
+a custom plan read and sorted every message of the session (5,000 messages: 0.43 ms a
+call with fresh statistics, 2.2 ms with stale ones, against 0.15-0.27 ms)."""
 _EVENTS = (
     "INSERT INTO {s}.message_events"
     " SELECT m.id, e.start_at, e.end_at, e.precision, e.words"
