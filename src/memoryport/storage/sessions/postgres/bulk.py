@@ -316,47 +316,37 @@ _CHUNK = 48
 """Messages in each later statement of an append or sync."""
 
 
-def _insert_select(source: str, returning: str = " RETURNING id") -> str:
+def _insert_select(source: str) -> str:
     """``INSERT`` of the message columns from ``unnest`` arrays, the session id taken
-    from ``source`` (a relation ``s`` with column ``id``), ending with ``returning``."""
+    from ``source`` (a relation ``s`` with column ``id``)."""
     names = ", ".join(name for name, _ in _COLUMNS)
     arrays = ", ".join(f"%b::{kind}[]" for _, kind in _COLUMNS)
     picked = ", ".join(f"r.{name}" for name, _ in _COLUMNS[:-1])
     return (
         f"INSERT INTO {{s}}.messages (session_id, {names})"
         f" SELECT s.id, {picked}, r.tsv::tsvector FROM {source}, unnest({arrays})"
-        f" WITH ORDINALITY AS r({names}, ord) ORDER BY r.ord{returning}"
+        f" WITH ORDINALITY AS r({names}, ord) ORDER BY r.ord RETURNING id"
     )
 
 
-_COUNTERS = (
-    "WITH s AS (UPDATE {s}.sessions SET message_count = message_count + %s,"
-    " tool_call_count = tool_call_count + %s,"
-    " last_active_at = greatest(last_active_at, %s) WHERE id = %s RETURNING id)"
-)
-"""The session's counters for the whole batch, locking its row until commit."""
-
-
 def append_statement(schema: sql.Identifier) -> sql.Composed:
-    """The first statement of an append of at most :data:`_FIRST_CHUNK` messages, giving
-    back their ids (parameters: message count, tool-call count, newest timestamp, session
-    id, then one array per :data:`_COLUMNS` entry)."""
+    """The first statement of an append (parameters: message count, tool-call count,
+    newest timestamp, session id, then one array per :data:`_COLUMNS` entry)."""
     return sql.SQL(
-        f"{_COUNTERS}, m AS ({_insert_select('s')}) SELECT id FROM m ORDER BY id"
+        "WITH s AS (UPDATE {s}.sessions SET message_count = message_count + %s,"
+        " tool_call_count = tool_call_count + %s,"
+        " last_active_at = greatest(last_active_at, %s) WHERE id = %s RETURNING id),"
+        f" m AS ({_insert_select('s')})"
+        " SELECT id FROM m ORDER BY id"
     ).format(s=schema)
-
-
-def _head_statement(schema: sql.Identifier) -> sql.Composed:
-    """:func:`append_statement` of a longer append, giving nothing back (the ids come
-    with the last statement, :func:`_tail_statement`)."""
-    return sql.SQL(f"{_COUNTERS} {_insert_select('s', '')}").format(s=schema)
 
 
 def _more_statement(schema: sql.Identifier) -> sql.Composed:
     """A later chunk of an append (parameters: session id, then the arrays)."""
-    return sql.SQL(_insert_select("(SELECT id FROM {s}.sessions WHERE id = %s) s", "")).format(
-        s=schema
-    )
+    return sql.SQL(
+        f"WITH m AS ({_insert_select('(SELECT id FROM {s}.sessions WHERE id = %s) s')})"
+        " SELECT id FROM m ORDER BY id"
+    ).format(s=schema)
 
 
 def events_statement(schema: sql.Identifier) -> sql.Composed:
@@ -367,45 +357,25 @@ def events_statement(schema: sql.Identifier) -> sql.Composed:
     ).format(s=schema)
 
 
-_LAST = (
-    "(SELECT id FROM {s}.messages WHERE session_id = %s ORDER BY id DESC LIMIT (SELECT %s::int8))"
-)
-"""A session's last ``%s`` messages by id: an append's or sync's own, since the session's
-row is locked by it until commit (every other append, sync and import of the session
-waits) and ids only grow (imports move the sequence past the ids they write). The limit
-is a sub-select so that the planner, not knowing it, always reads the session's index
-backwards from its end: with the value in sight and a session estimated smaller than it,
-a custom plan read and sorted every message of the session (5,000 messages: 0.43 ms a
-call with fresh statistics, 2.2 ms with stale ones, against 0.15-0.27 ms)."""
-_EVENTS = (
-    "INSERT INTO {s}.message_events"
-    " SELECT m.id, e.start_at, e.end_at, e.precision, e.words"
-    " FROM (SELECT id, row_number() OVER (ORDER BY id) AS pos FROM {last} l) m"
-    " JOIN unnest(%b::int8[], %b::float8[], %b::float8[], %b::text[], %b::text[])"
-    " AS e(pos, start_at, end_at, precision, words) USING (pos)"
-)
-
-
 def _positional_events_statement(schema: sql.Identifier) -> sql.Composed:
     """Insert event windows of a session's last ``%s`` messages, the k-th (1-based, by id)
     named by position; parameters: session id, count, then five arrays (position, start,
-    end, precision, words)."""
-    return sql.SQL(_EVENTS.replace("{last}", _LAST)).format(s=schema)
+    end, precision, words).
 
-
-def _tail_statement(schema: sql.Identifier) -> sql.Composed:
-    """The last statement of a longer append: the ids of the session's last ``%s``
-    messages in id order (the append's, in input order) and, in the same statement,
-    the event windows of :func:`_positional_events_statement` (same parameters)."""
+    The count is a sub-select so that the planner, not knowing it, always reads the
+    session's index backwards from its end: with the value in sight and the session
+    estimated smaller than it, a custom plan read and sorted every message of the session
+    (5,000 messages: 0.43 ms a call with fresh statistics, 2.2 ms with stale ones, against
+    0.15-0.27 ms)."""
     return sql.SQL(
-        f"WITH l AS {_LAST}, e AS ({_EVENTS.replace('{last}', 'l')}) SELECT id FROM l ORDER BY id"
+        "INSERT INTO {s}.message_events"
+        " SELECT m.id, e.start_at, e.end_at, e.precision, e.words"
+        " FROM (SELECT id, row_number() OVER (ORDER BY id) AS pos FROM"
+        " (SELECT id FROM {s}.messages WHERE session_id = %s ORDER BY id DESC"
+        " LIMIT (SELECT %s::int8)) l) m"
+        " JOIN unnest(%b::int8[], %b::float8[], %b::float8[], %b::text[], %b::text[])"
+        " AS e(pos, start_at, end_at, precision, words) USING (pos)"
     ).format(s=schema)
-
-
-def _ids_statement(schema: sql.Identifier) -> sql.Composed:
-    """:func:`_tail_statement` for an append without event windows (parameters: session
-    id, count)."""
-    return sql.SQL(f"SELECT id FROM {_LAST} l ORDER BY id").format(s=schema)
 
 
 def _columns(rows: Sequence[tuple[Any, ...]], skip: int, encoding: str, timed: list[bool]
@@ -469,8 +439,7 @@ def append_batch(
 
     Returns a function giving the new ids in input order once the statements ran (in
     pipeline mode: after the transaction's commit); ``[]`` when the session does not
-    exist (nothing was written). An append longer than :data:`_FIRST_CHUNK` inserts
-    without ``RETURNING`` and reads its ids in its last statement (:func:`_tail_statement`).
+    exist (nothing was written).
     """
     conn = cur.connection
     encoding = conn.info.encoding
@@ -479,28 +448,21 @@ def append_batch(
     rows = _message_rows(session_id, items[:_FIRST_CHUNK], now)
     timed: list[bool] = []
     head = [len(items), tool_calls, last, session_id, *_columns(rows, 1, encoding, timed)]
-    if len(items) <= _FIRST_CHUNK:
-        cur.execute(rendered(cur, schema, append_statement), head, prepare=True)
-        event_columns = _event_columns(rows, timed)
-        if event_columns:
-            with conn.cursor() as other:
-                other.execute(rendered(cur, schema, _positional_events_statement),
-                              [session_id, len(rows), *event_columns], prepare=True)  # fmt: skip
-        return lambda: [int(row[0]) for row in cur.fetchall()]
-    cur.execute(rendered(cur, schema, _head_statement), head, prepare=True)
-    more_sql = rendered(cur, schema, _more_statement)
+    cur.execute(rendered(cur, schema, append_statement), head, prepare=True)
+    cursors = [cur]
     for start in range(_FIRST_CHUNK, len(items), _CHUNK):
         chunk = _message_rows(session_id, items[start : start + _CHUNK], now)
         rows.extend(chunk)
-        cur.execute(more_sql, [session_id, *_columns(chunk, 1, encoding, timed)], prepare=True)
+        more = conn.cursor()
+        more_sql = rendered(cur, schema, _more_statement)
+        more.execute(more_sql, [session_id, *_columns(chunk, 1, encoding, timed)], prepare=True)
+        cursors.append(more)
     event_columns = _event_columns(rows, timed)
-    tail = conn.cursor()
     if event_columns:
-        tail.execute(rendered(cur, schema, _tail_statement),
-                     [session_id, len(rows), *event_columns], prepare=True)  # fmt: skip
-    else:
-        tail.execute(rendered(cur, schema, _ids_statement), [session_id, len(rows)], prepare=True)
-    return lambda: [int(row[0]) for row in tail.fetchall()]
+        with conn.cursor() as other:
+            other.execute(rendered(cur, schema, _positional_events_statement),
+                          [session_id, len(rows), *event_columns], prepare=True)  # fmt: skip
+    return lambda: [int(row[0]) for c in cursors for row in c.fetchall()]
 
 
 def _insert_rows(

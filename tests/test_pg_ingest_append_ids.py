@@ -1,6 +1,6 @@
-"""A long PostgreSQL append inserts without ``RETURNING`` and reads its ids in its last
-statement (the session's last ``n`` messages by id, with the event windows in the same
-statement, or alone when no message holds a time expression).
+"""Batched PostgreSQL appends of every length give back the ids stored, in input order,
+and attach each event window to its message (found by position among the session's
+last messages, read backwards through its index whatever the planner estimates).
 
 Appends of every length around the chunk boundaries (1, 32, 33, 80, 81, 200), with and
 without time expressions, into sessions whose messages interleave in id order: the ids
