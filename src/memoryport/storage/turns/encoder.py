@@ -135,6 +135,8 @@ class MiniLM:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(self.max_tokens)
         self.name = name
+        self.model_dir = model_dir
+        """Where the model was loaded from (its query encoder's token table lives there)."""
 
     pauses = True
     """:meth:`embed` takes ``pause`` (the background writer yields to a search with it)."""

@@ -31,7 +31,7 @@ from psycopg import sql
 from memoryport.errors import StoreError
 from memoryport.storage.sessions.postgres.connect import check_connection, describe_dsn
 from memoryport.storage.sessions.temporal import event_rows, has_temporal_expression
-from memoryport.storage.turns import expand, postgres_expand, vectors
+from memoryport.storage.turns import expand, postgres_expand, query_encoder, vectors
 from memoryport.storage.turns import index as base
 from memoryport.storage.turns import postgres_schema as pgschema
 from memoryport.storage.turns.postgres_link import PgLink
@@ -107,6 +107,7 @@ class PostgresTurnIndex(base.TurnIndex):
         self._vocabs: dict[str, expand.Vocabulary] = {}  # scope -> its words' vectors
         self._vcache = VectorCache()  # turn vectors read or written here
         self._vector_writer: VectorWriter | None = None
+        self._encoder: query_encoder.QueryEncoder | None = None  # queries not run through the model
         self._s = sql.Identifier(schema)
         self._search = ranked(self._s)
         check_connection(dsn)
@@ -119,6 +120,8 @@ class PostgresTurnIndex(base.TurnIndex):
             self._vector_type = self._run(self._vec_type, "open")
             if self.embedder is not None:
                 self._vector_writer = VectorWriter(self)
+                self._encoder = query_encoder.for_model_dir(
+                    getattr(self.embedder, "model_dir", None))
         except (psycopg.Error, StoreError) as exc:
             self._link.close()
             raise StoreError(f"cannot open the turn index on {self.path}: {exc}") from exc
@@ -384,8 +387,12 @@ class PostgresTurnIndex(base.TurnIndex):
                 if any(lo < p_hi and p_lo < hi for p_lo, p_hi in periods)}
 
     def _query_vector(self, query: str) -> array[float]:
-        """The query's vector (the last one is kept: a search asks twice)."""
+        """The query's vector: the query encoder's in this search's scope (its map fitted
+        by the background writer), else the model's (the last one is kept: a search asks
+        twice)."""
         assert self.embedder is not None
+        if self._encoder is not None:  # the query encoder in this search's scope
+            return self._encoder.vector(query, getattr(self._local, "scope", None))
         last: tuple[str, array[float]] | None = getattr(self._local, "qvec", None)
         if last is not None and last[0] == query:
             return last[1]

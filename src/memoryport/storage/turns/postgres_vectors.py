@@ -36,7 +36,7 @@ from psycopg.pq import Format
 
 from memoryport.errors import StoreError
 from memoryport.storage.postgres_wire import BinaryArray
-from memoryport.storage.turns import postgres_expand, vectors
+from memoryport.storage.turns import postgres_expand, query_encoder, vectors
 from memoryport.storage.turns.postgres_link import PgLink
 
 __all__ = ["BACKFILL_CHUNK", "VECTOR_CACHE", "VectorCache", "VectorWriter", "float4_array",
@@ -175,6 +175,9 @@ class VectorWriter(vectors.WriterThread):
         self._queue: dict[str, dict[int, str]] = {}  # scope -> turn id -> text, to embed
         self._backfill: dict[str, int] = {}  # scope -> last turn id checked
         self._touched: set[str] = set()  # scopes back-filled (or being) by this process
+        self._fit_check: set[str] = set()  # scopes whose query-encoder map may be due
+        self._vectored: dict[str, int] = {}  # scope -> its turns with vectors (counted once)
+        self._fit_at: dict[str, int] = {}  # scope -> the checkpoint of its map
         self._busy = self._stopping = False
         self._flushing = 0  # flush() calls waiting: no deferring
         self._last_add = 0.0  # when the index last handed over turns (monotonic)
@@ -197,6 +200,8 @@ class VectorWriter(vectors.WriterThread):
             if scope not in self._touched:
                 self._touched.add(scope)
                 self._backfill[scope] = 0
+                if self.index._encoder is not None:
+                    self._fit_check.add(scope)
             elif not self._queue.get(scope):
                 return
             if self._thread is None:
@@ -225,7 +230,7 @@ class VectorWriter(vectors.WriterThread):
             self._link.close()
 
     def _work(self) -> bool:
-        return any(self._queue.values()) or bool(self._backfill)
+        return any(self._queue.values()) or bool(self._backfill) or bool(self._fit_check)
 
     def _run(self) -> None:
         while True:
@@ -237,9 +242,11 @@ class VectorWriter(vectors.WriterThread):
                     self._cond.notify_all()
                     return
                 self._busy = True
-                scope, batch, backfill = self._take()
+                scope, batch, step = self._take()
             try:
-                if backfill:
+                if step == "fit":
+                    self._fit(scope)
+                elif step == "backfill":
                     batch = self._missing(scope)
                 if batch:
                     self._write(scope, batch)
@@ -263,15 +270,58 @@ class VectorWriter(vectors.WriterThread):
                 return
             self._cond.wait(min(quiet, start + MAX_DEFER - now))
 
-    def _take(self) -> tuple[str, dict[int, str], bool]:
-        """The next batch (caller holds the condition): queued turns first, in id order,
-        else a back-fill step."""
+    def _take(self) -> tuple[str, dict[int, str], str]:
+        """The next step (caller holds the condition): queued turns first, in id order
+        (``"write"``), else a back-fill step (``"backfill"``), else a query-encoder fit
+        (``"fit"``)."""
         for scope, pending in self._queue.items():
             if pending:
                 ids = sorted(pending)[:vectors.WRITE_BATCH]
-                return scope, {i: pending.pop(i) for i in ids}, False
-        scope = next(iter(self._backfill))
-        return scope, {}, True
+                return scope, {i: pending.pop(i) for i in ids}, "write"
+        if self._backfill:
+            return next(iter(self._backfill)), {}, "backfill"
+        scope = min(self._fit_check)  # last: a query-encoder fit
+        self._fit_check.discard(scope)
+        return scope, {}, "fit"
+
+    def _fit(self, scope: str) -> None:
+        """Fit the query encoder's map of ``scope`` when its turns with
+        vectors passed a new checkpoint (:func:`.query_encoder.checkpoint`), on the same
+        turns the SQLite index's writer uses, so both give the same query vectors."""
+        index, link, encoder = self.index, self._connected(), self.index._encoder
+        if encoder is None:
+            return
+        name = index.embedder.name
+        if scope not in self._vectored:
+            with link.lock:
+                row = link.call(lambda c: c.execute(index._q(
+                    "SELECT count(*) FROM {s}.turn_vectors WHERE user_id = %s AND model = %s"),
+                    (scope, name)).fetchone(), "vector count", scope, write=False)
+            with self._cond:
+                self._vectored[scope] = int(row[0]) if row else 0
+        point = query_encoder.checkpoint(self._vectored[scope])
+        if point == 0 or (point == self._fit_at.get(scope) and encoder.has_map(scope)):
+            return
+        offset, limit = query_encoder.fit_window(point)
+        pgvector = index._vector_type.startswith("vector")
+        column = "vector_send(v.vec)" if pgvector else "v.vec"
+        with link.lock:
+            rows = link.call(lambda c: c.execute(index._q(
+                f"SELECT t.text, {column} FROM {{s}}.turns t JOIN {{s}}.turn_vectors v"
+                " ON v.turn_id = t.id AND v.model = %s WHERE t.user_id = %s"
+                " AND v.user_id = %s ORDER BY t.id LIMIT %s OFFSET %s"),
+                (name, scope, scope, limit, offset), binary=True).fetchall(),
+                "query encoder fit", scope, write=False)
+        blobs = [_from_wire(bytes(v), pgvector) for _, v in rows]
+        keep = [n for n, b in enumerate(blobs) if len(b) == 4 * encoder.dim]
+        if keep:
+            import numpy as np
+
+            matrix = np.frombuffer(b"".join(blobs[n] for n in keep), dtype=np.float32)
+            encoder.fit(scope, [vectors.turn_text("", str(rows[n][0])) for n in keep],
+                        matrix.reshape(len(keep), encoder.dim))
+        with self._cond:
+            self._fit_at[scope] = point
 
     def _missing(self, scope: str) -> dict[int, str]:
         """The next turns of ``scope`` without a vector (back-fill), not queued."""
@@ -313,6 +363,11 @@ class VectorWriter(vectors.WriterThread):
         with link.lock:
             link.call(write, "vector write", scope, write=True)
         index._vcache.put(dict(zip(ids, blobs, strict=True)))
+        if index._encoder is not None:
+            with self._cond:
+                if scope in self._vectored:
+                    self._vectored[scope] += len(ids)
+                self._fit_check.add(scope)
         with index._lock:  # (a search loading the vocabulary meanwhile read them: no harm)
             postgres_expand.remember(index, scope, words, word_blobs)
 

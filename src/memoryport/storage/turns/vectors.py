@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryport.storage.turns import expand
+from memoryport.storage.turns import expand, query_encoder
 from memoryport.storage.turns.query_vectors import QueryVectors, WriterThread
 
 __all__ = [
@@ -290,7 +290,16 @@ class DenseIndex(WriterThread):
         self._pairs: set[tuple[str, str]] | None = None  # and (scope, word) pairs
         self._vocab: expand.Vocabulary | None = None  # searches' word vectors
         self.queries = QueryVectors(embedder.embed, query_text)
-        """The searches' query vectors (:mod:`.query_vectors`)."""
+        """The searches' query vectors by the model (:mod:`.query_vectors`), used when
+        the model has no query encoder."""
+        self.encoder = (query_encoder.for_model_dir(getattr(embedder, "model_dir", None))
+                        if self.np is not None else None)
+        """The query encoder (:mod:`.query_encoder`) when the model's token table is
+        built: queries are then never run through the model."""
+        self._local = threading.local()  # the scope of this thread's search
+        self._vectored: dict[str, int] = {}  # scope -> its turns with vectors seen
+        self._fit_at: dict[str, int] = {}  # scope -> the checkpoint of its map
+        self._fit_wanted: set[str] = set()  # scopes written or searched here
         self.error = ""
         """The last error of the background writer ("" when none)."""
 
@@ -332,7 +341,8 @@ class DenseIndex(WriterThread):
                     return
                 self._pending, self._busy = False, True
             try:
-                while not self._stopping and (self._step() or self._step_words()):
+                while not self._stopping and (self._step() or self._step_words()
+                                              or self._step_fit()):
                     pass
             except (sqlite3.Error, ValueError, RuntimeError, OSError) as exc:
                 self.error = f"{type(exc).__name__}: {exc}"
@@ -372,6 +382,8 @@ class DenseIndex(WriterThread):
                         self.conn.execute("ROLLBACK")
                     raise
             found += [(r[0], r[1], b) for r, b in zip(missing, blobs, strict=True)]
+            with self._cond:
+                self._fit_wanted.update(r[1] for r in missing)
         self._remember(found)
         self._upto = last
         return True
@@ -449,7 +461,46 @@ class DenseIndex(WriterThread):
             return out
         return self.embedder.embed(texts)
 
+    def _step_fit(self) -> bool:
+        """Fit the query encoder's map of the next scope written or searched here whose
+        turns with vectors passed a new checkpoint (:func:`.query_encoder.checkpoint`);
+        False when none is due (or there is no query encoder)."""
+        if self.encoder is None:
+            return False
+        with self._cond:
+            due = sorted(s for s in self._fit_wanted if self._fit_due(s))
+        if not due:
+            return False
+        scope = due[0]
+        point = query_encoder.checkpoint(self._vectored.get(scope, 0))
+        offset, limit = query_encoder.fit_window(point)
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT t.speaker, t.text, v.vec FROM turns t JOIN turn_vectors v"
+                " ON v.turn_id = t.id AND v.model = ? WHERE t.user_id = ?"
+                " ORDER BY t.id LIMIT ? OFFSET ?",
+                (self.embedder.name, scope, limit, offset)).fetchall()
+        dim = self.encoder.dim
+        rows = [r for r in rows if len(r[2]) == 4 * dim]
+        if rows:
+            matrix = self.np.frombuffer(b"".join(r[2] for r in rows), dtype=self.np.float32)
+            self.encoder.fit(scope, [self.text_of(r[0], r[1]) for r in rows],
+                             matrix.reshape(len(rows), dim))
+        with self._cond:
+            self._fit_at[scope] = point
+        return True
+
+    def _fit_due(self, scope: str) -> bool:
+        assert self.encoder is not None
+        point = query_encoder.checkpoint(self._vectored.get(scope, 0))
+        return point > 0 and (point != self._fit_at.get(scope)
+                              or not self.encoder.has_map(scope))
+
     def _remember(self, found: list[tuple[int, str, bytes]]) -> None:
+        if self.encoder is not None:
+            with self._cond:
+                for _, scope, _ in found:
+                    self._vectored[scope] = self._vectored.get(scope, 0) + 1
         with self._cache:
             for turn_id, scope, blob in found:
                 held = self._scopes.get(scope)
@@ -459,12 +510,25 @@ class DenseIndex(WriterThread):
     # ------------------------------------------------------------ search
     def start_query(self, query: str, scope: str) -> None:
         """Start embedding ``query`` (as :func:`query_text` will give it for ``scope``)
-        while the search does its lexical part (:mod:`.query_vectors`)."""
-        self.queries.start(query, scope)
+        while the search does its lexical part (:mod:`.query_vectors`). With a query
+        encoder nothing is embedded: the scope is noted for :meth:`query_vector` (and its
+        map is fitted in the background when due)."""
+        if self.encoder is None:
+            self.queries.start(query, scope)
+            return
+        self._local.scope = scope
+        with self._cond:
+            wake = scope not in self._fit_wanted
+            self._fit_wanted.add(scope)
+        if wake:
+            self.notify()
 
     def query_vector(self, query: str) -> array[float]:
-        """The vector of exactly ``query`` (started by :meth:`start_query`, kept, or
-        embedded now)."""
+        """The vector of exactly ``query``: the query encoder's in the scope of this
+        thread's search (:meth:`start_query`), else the model's (started by
+        :meth:`start_query`, kept, or embedded now)."""
+        if self.encoder is not None:
+            return self.encoder.vector(query, getattr(self._local, "scope", None))
         return self.queries.get(query)
 
     def expansion(self, query: array[float], query_words: Sequence[str],
