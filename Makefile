@@ -85,7 +85,12 @@ stress: $(VENV)/.installed-run
 # Not part of `make test`; nothing is downloaded at run time afterwards.
 .PHONY: embeddings
 EMBEDDINGS_MODEL := $(VENV)/share/memoryport/minilm
-embeddings: $(EMBEDDINGS_MODEL)/model.safetensors
+embeddings: $(EMBEDDINGS_MODEL)/model.safetensors $(EMBEDDINGS_MODEL)/static_tokens.npy
+
+# distill also builds the query encoder's token table (static_tokens.npy, about a minute);
+# an older install without it gets it by running distill again.
+$(EMBEDDINGS_MODEL)/static_tokens.npy: $(EMBEDDINGS_MODEL)/model.safetensors
+	test -f $@ || $(BIN)/python -m memoryport.storage.turns.distill --out $(EMBEDDINGS_MODEL)
 
 $(EMBEDDINGS_MODEL)/model.safetensors: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[embeddings]'

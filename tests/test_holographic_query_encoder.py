@@ -200,3 +200,14 @@ def test_postgres_fits_the_same_maps_as_sqlite(model_dir: Path, tmp_path: Path,
             assert rows and any(p.dense for p in parts)
     finally:
         pgserver.drop_schema(plain_server.uri, schema)
+
+
+def test_the_model_can_be_chosen_for_queries(model_dir: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """``MEMORYPORT_QUERY_VECTORS=model``: the token table is there but not used."""
+    monkeypatch.setenv(query_encoder.CHOICE_ENV, "model")
+    assert query_encoder.for_model_dir(model_dir) is None
+    with TurnIndex(tmp_path / "m.db") as index:
+        assert index._vectors is not None and index._vectors.encoder is None
+    monkeypatch.setenv(query_encoder.CHOICE_ENV, "encoder")
+    assert query_encoder.for_model_dir(model_dir) is not None

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 from array import array
 from collections import OrderedDict
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "CHOICE_ENV",
     "FIT_FIRST",
     "FIT_GROWTH",
     "FIT_MAX",
@@ -56,6 +58,9 @@ __all__ = [
     "for_model_dir",
 ]
 
+CHOICE_ENV = "MEMORYPORT_QUERY_VECTORS"
+"""Set to ``model`` to embed queries with the model even when the token table is built
+(LoCoMo dev R@5 / R@10 0.743 / 0.812 instead of 0.723 / 0.807, at 10-16 ms a query)."""
 TOKENS_FILE = "static_tokens.npy"
 """The token table's file in the model directory (float32, one row per vocabulary id)."""
 RIDGE = 1.0
@@ -186,7 +191,10 @@ _LOAD_LOCK = threading.Lock()
 
 def for_model_dir(model_dir: Path | None) -> QueryEncoder | None:
     """The query encoder of the model in ``model_dir`` (loaded once per process), or
-    ``None`` when its token table is not built (queries are then embedded by the model)."""
+    ``None`` when its token table is not built or ``$MEMORYPORT_QUERY_VECTORS`` is
+    ``model`` (queries are then embedded by the model)."""
+    if os.environ.get(CHOICE_ENV, "").strip().lower() == "model":
+        return None
     if model_dir is None or not (model_dir / TOKENS_FILE).is_file():
         return None
     with _LOAD_LOCK:
