@@ -203,6 +203,10 @@ def search(
     if not match and not windows:
         return []
     scope = believed(user_id, min_trust, as_of)
+    # A query none of whose words any fact holds (known per generation) matches nothing:
+    # the words are \w+ runs, so the phrases are the MATCH split at its ORs.
+    if match and cache is not None and not cache.may_match(conn, match.split(" OR ")):
+        match = ""
     rows = conn.execute(
         f"SELECT {_F}, bm25(facts_fts) FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid"
         f" WHERE facts_fts MATCH ? AND {scope[0]} ORDER BY bm25(facts_fts) LIMIT ?",

@@ -53,9 +53,11 @@ class SearchCache:
         self._latest: dict[str, float | None] = {}  # user -> latest time a fact was stated
         self._complete: dict[str, bool] = {}  # user -> all their links are in _keys
         self._searches = 0  # searches since the generation was read
+        self._phrases: dict[str, bool] = {}  # FTS5 phrase -> some fact (any user) holds it
 
     def clear(self) -> None:
         """Forget every entry."""
+        self._phrases.clear()
         self._keys.clear()
         self._candidates.clear()
         self._names.clear()
@@ -68,6 +70,29 @@ class SearchCache:
         forget everything when it moved."""
         row = conn.execute("SELECT n FROM fact_generation WHERE id = 1").fetchone()
         self.seen(int(row[0]) if row else None)
+
+    def may_match(self, conn: Connection, phrases: Sequence[str]) -> bool:
+        """Whether the FTS5 query ORing ``phrases`` (quoted, as the search's MATCH joins
+        them) can match a fact: False only when no row of ``facts_fts`` (any user, live
+        or not) holds any of them, each phrase looked up once per generation (the table
+        changes only with ``facts``, whose triggers bump the generation). SQLite only."""
+        known = self._phrases
+        unknown = []
+        for phrase in phrases:
+            held = known.get(phrase)
+            if held:
+                return True
+            if held is None:
+                unknown.append(phrase)
+        for phrase in unknown:
+            if len(known) >= CACHE_ENTRIES:
+                known.clear()
+            held = known[phrase] = conn.execute(
+                "SELECT 1 FROM facts_fts WHERE facts_fts MATCH ? LIMIT 1", (phrase,)
+            ).fetchone() is not None
+            if held:
+                return True
+        return False
 
     def seen(self, generation: int | None) -> None:
         """The generation a search read (PostgreSQL: its user's counter, read with the
