@@ -13,6 +13,10 @@ and drops all of them when the fact tables' generation moves: ``fact_generation.
 which triggers on ``facts``, ``entities`` and ``fact_entities`` bump in the writing
 transaction itself (migration ``m004_fact_generation``), whatever process writes.
 
+It also knows, per FTS5 phrase the search's words make, whether any fact holds it
+(:meth:`SearchCache.may_match`, SQLite): a query none of whose words a fact holds
+skips the FTS5 query (most turns' messages share no word with a small fact store).
+
 The cache is exact: every answer is what the query it replaces returns in the same read
 snapshot (the store runs a cached search in one read transaction, the generation read
 first; the entity candidates are the query's own earlier answer for the same ids, scope
