@@ -27,6 +27,7 @@ import pgserver
 from memoryport.admin import archive
 from memoryport.errors import SessionNotFound
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
+from memoryport.storage.turns import vectors
 
 MESSAGES = 5_000
 SIZE = 300
@@ -37,6 +38,7 @@ from pathlib import Path
 import memoryport.admin.storage, memoryport.admin.archive  # imported before the count
 from memoryport.storage.sessions.postgres import PostgresSessionStore
 from memoryport.storage.sessions.sqlite import SQLiteSessionStore
+from memoryport.storage.turns import vectors
 kind, home, arg = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 tracemalloc.start()
 if kind == "copy":
@@ -105,10 +107,15 @@ def dsn(pg_server: pgserver.PgServer) -> Any:
 
 
 @pytest.mark.postgres
-def test_copy_and_import_hold_a_long_session_once(tmp_path: Path, dsn: str) -> None:
+def test_copy_and_import_hold_a_long_session_once(tmp_path: Path, dsn: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Copy to PostgreSQL and import into a new SQLite home: the same rows; each peak
-    well under the whole-text load's into the same target."""
+    well under the whole-text load's into the same target. The embeddings model is kept
+    off (an installed one would embed the imported turns, whose arrays are not the
+    importer's memory)."""
     from memoryport.storage.sessions.postgres import PostgresSessionStore
+
+    monkeypatch.setenv(vectors.MODEL_ENV, str(tmp_path / "no-model"))
 
     source = tmp_path / "source"
     _source(source)
