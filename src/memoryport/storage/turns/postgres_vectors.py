@@ -38,13 +38,11 @@ from memoryport.errors import StoreError
 from memoryport.storage.postgres_wire import BinaryArray
 from memoryport.storage.turns import postgres_expand, query_encoder, vectors
 from memoryport.storage.turns.postgres_link import PgLink
+from memoryport.storage.turns.vectors import VECTOR_CACHE, VectorCache
 
 __all__ = ["BACKFILL_CHUNK", "VECTOR_CACHE", "VectorCache", "VectorWriter", "float4_array",
            "read_vectors", "store_vectors"]
 
-VECTOR_CACHE = 100_000
-"""How many turn vectors an index keeps in memory (about 150 MB at MiniLM's 384
-dimensions; the older half is dropped when full)."""
 BACKFILL_CHUNK = 500
 """Turn ids the writer checks for a missing vector per read when back-filling a user."""
 PAUSE = 0.05
@@ -103,29 +101,6 @@ def _from_wire(value: bytes, pgvector: bool) -> bytes:
     if _LITTLE:
         out.byteswap()
     return out.tobytes()
-
-
-class VectorCache:
-    """Turn vectors (float32 bytes) by turn id, at most :data:`VECTOR_CACHE` of them."""
-
-    def __init__(self, size: int = VECTOR_CACHE) -> None:
-        self.size = size
-        self._held: dict[int, bytes] = {}
-        self._lock = threading.Lock()
-
-    def put(self, found: dict[int, bytes]) -> None:
-        """Keep ``found`` (dropping the older half when full)."""
-        with self._lock:
-            if len(self._held) + len(found) > self.size:
-                keep = list(self._held.items())[len(self._held) // 2:]
-                self._held = dict(keep)
-            self._held.update(found)
-
-    def get(self, turn_ids: Sequence[int]) -> dict[int, bytes]:
-        """The held vectors of ``turn_ids``."""
-        with self._lock:
-            held = self._held
-            return {i: held[i] for i in turn_ids if i in held}
 
 
 def read_vectors(index: Any, scope: str, turn_ids: Sequence[int]) -> dict[int, bytes]:

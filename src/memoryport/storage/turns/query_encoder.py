@@ -138,6 +138,8 @@ class QueryEncoder:
         self.dim = int(rows.shape[1])
         self._maps: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
+        self.fits = 0
+        """How many fits this encoder has made (a kept query vector is stale after one)."""
 
     def raw(self, texts: Sequence[str]) -> Any:
         """The raw vectors of ``texts`` as a ``(len(texts), dim)`` float32 array (unit
@@ -163,6 +165,7 @@ class QueryEncoder:
         with self._lock:
             self._maps[scope] = mapping.astype(np.float32)
             self._maps.move_to_end(scope)
+            self.fits += 1
             while len(self._maps) > MAPS_KEPT:
                 self._maps.popitem(last=False)
 

@@ -52,8 +52,10 @@ from memoryport.storage.turns.query_vectors import QueryVectors, WriterThread
 __all__ = [
     "DENSE_DEPTH",
     "MODEL_ENV",
+    "VECTOR_CACHE",
     "DenseIndex",
     "Embedder",
+    "VectorCache",
     "WriterThread",
     "decode",
     "default_model_dir",
@@ -243,6 +245,34 @@ def query_text(query: str, speakers: Iterable[str]) -> str:
     return stripped if any(ch.isalnum() for ch in stripped) else query
 
 
+VECTOR_CACHE = 100_000
+"""How many turn vectors an index keeps in memory (about 150 MB at MiniLM's 384
+dimensions; the older half is dropped when full)."""
+
+
+class VectorCache:
+    """Turn vectors (float32 bytes) by turn id, at most :data:`VECTOR_CACHE` of them."""
+
+    def __init__(self, size: int = VECTOR_CACHE) -> None:
+        self.size = size
+        self._held: dict[int, bytes] = {}
+        self._lock = threading.Lock()
+
+    def put(self, found: dict[int, bytes]) -> None:
+        """Keep ``found`` (dropping the older half when full)."""
+        with self._lock:
+            if len(self._held) + len(found) > self.size:
+                keep = list(self._held.items())[len(self._held) // 2:]
+                self._held = dict(keep)
+            self._held.update(found)
+
+    def get(self, turn_ids: Sequence[int]) -> dict[int, bytes]:
+        """The held vectors of ``turn_ids``."""
+        with self._lock:
+            held = self._held
+            return {i: held[i] for i in turn_ids if i in held}
+
+
 class _Scope:
     """One scope's vectors in memory: ids and a float32 matrix grown by doubling."""
 
@@ -297,6 +327,7 @@ class DenseIndex(WriterThread):
         """The query encoder (:mod:`.query_encoder`) when the model's token table is
         built: queries are then never run through the model."""
         self._local = threading.local()  # the scope of this thread's search
+        self._blobs = VectorCache()  # stored vectors read for cosines
         self._vectored: dict[str, int] = {}  # scope -> its turns with vectors seen
         self._fit_at: dict[str, int] = {}  # scope -> the checkpoint of its map
         self._fit_wanted: set[str] = set()  # scopes written or searched here
@@ -528,7 +559,14 @@ class DenseIndex(WriterThread):
         thread's search (:meth:`start_query`), else the model's (started by
         :meth:`start_query`, kept, or embedded now)."""
         if self.encoder is not None:
-            return self.encoder.vector(query, getattr(self._local, "scope", None))
+            key = (query, getattr(self._local, "scope", None))
+            last = getattr(self._local, "last", None)  # a search asks twice (dense, expand)
+            if last is not None and last[0] == key and last[1] == self.encoder.fits:
+                return last[2]  # type: ignore[no-any-return]
+            fits = self.encoder.fits
+            vec = self.encoder.vector(query, key[1])
+            self._local.last = (key, fits, vec)
+            return vec
         return self.queries.get(query)
 
     def expansion(self, query: array[float], query_words: Sequence[str],
@@ -627,11 +665,31 @@ class DenseIndex(WriterThread):
 
     def _stored_cosines(self, query: array[float], turn_ids: Sequence[int]
                         ) -> list[float | None]:
-        """Cosines from the stored blobs (the path without numpy)."""
-        marks = ",".join("?" * len(turn_ids))
-        with self.read_lock:
-            stored = dict(self.reader.execute(
-                f"SELECT turn_id, vec FROM turn_vectors WHERE model = ? AND turn_id IN ({marks})",
-                (self.embedder.name, *turn_ids)).fetchall()) if turn_ids else {}
-        found = [stored.get(i) for i in turn_ids]
-        return _cosines(query, [None if b is None else decode(b) for b in found])
+        """Cosines from the stored blobs (scopes not held in memory), each kept once read
+        (:class:`VectorCache`: a turn's vector of a model never changes): one matrix
+        product with numpy, plain Python without it."""
+        stored = self._blobs.get(turn_ids)
+        rest = [i for i in turn_ids if i not in stored]
+        if rest:
+            marks = ",".join("?" * len(rest))
+            with self.read_lock:
+                read = dict(self.reader.execute(
+                    f"SELECT turn_id, vec FROM turn_vectors WHERE model = ?"
+                    f" AND turn_id IN ({marks})", (self.embedder.name, *rest)).fetchall())
+            self._blobs.put(read)
+            stored.update(read)
+        if self.np is None:
+            found = [stored.get(i) for i in turn_ids]
+            return _cosines(query, [None if b is None else decode(b) for b in found])
+        size = 4 * len(query)
+        blobs = [stored.get(i) for i in turn_ids]
+        rows = [n for n, b in enumerate(blobs) if b is not None and len(b) == size]
+        out: list[float | None] = [None] * len(turn_ids)
+        if rows:
+            np = self.np
+            matrix = np.frombuffer(b"".join(blobs[n] for n in rows),  # type: ignore[misc]
+                                   dtype=np.float32).reshape(len(rows), len(query))
+            q = np.frombuffer(query.tobytes(), dtype=np.float32)
+            for n, value in zip(rows, (matrix @ q).tolist(), strict=True):
+                out[n] = float(value)
+        return out
