@@ -17,6 +17,7 @@ import pgserver
 from memoryport.storage.turns import TurnIndex, TurnInput, distill, query_encoder, vectors
 from memoryport.storage.turns.encoder import MiniLM
 from test_holographic_embed import VOCAB, WORDS, tiny_model
+from test_holographic_rank_dense_query import plain_server  # noqa: F401 (fixture)
 
 _WORDS = [w for w in WORDS if w.isalpha()]
 
@@ -165,17 +166,10 @@ def test_distill_builds_the_token_table(tmp_path: Path, monkeypatch: pytest.Monk
     assert query_encoder.for_model_dir(built) is not None
 
 
-@pytest.fixture(scope="module")
-def plain_server() -> Iterator[pgserver.PgServer]:
-    """The distribution's PostgreSQL (no pgvector: float32 bytea vectors)."""
-    server = pgserver.start_system_server()
-    yield server
-    server.stop()
-
-
 @pytest.mark.postgres
 def test_postgres_fits_the_same_maps_as_sqlite(model_dir: Path, tmp_path: Path,
-                                               plain_server: pgserver.PgServer) -> None:
+                                               plain_server: pgserver.PgServer,  # noqa: F811
+                                               ) -> None:
     from memoryport.storage.turns.postgres import PostgresTurnIndex
 
     turns = _turns(_sentences(90, seed=6))

@@ -9,26 +9,8 @@ import random
 from pathlib import Path
 
 from memoryport.providers.holographic import HolographicProvider
-from memoryport.storage.turns import TurnHit, TurnIndex, TurnInput
-
-WORDS = ("sqlite", "schema", "tea", "deadline", "pottery", "paris", "museum", "guitar",
-         "budget", "lunch", "garden", "concert")
-START = 1_700_000_000.0
-
-
-def _turns(rng: random.Random, n: int, user: str | None, at: float) -> list[TurnInput]:
-    return [TurnInput(f"s{rng.randint(1, 3)}", rng.choice(("Alice", "Bob")),
-                      " ".join(rng.sample(WORDS, rng.randint(2, 5))), at + i, "", user)
-            for i in range(n)]
-
-
-def _key(hits: list[TurnHit]) -> list[tuple[int, float, str]]:
-    return [(h.turn_id, h.score, h.text) for h in hits]
-
-
-def _cold(path: Path, query: str, user: str | None) -> list[tuple[int, float, str]]:
-    with TurnIndex(path, dense=False) as fresh:
-        return _key(fresh.search(query, limit=12, user_id=user))
+from memoryport.storage.turns import TurnIndex
+from test_holographic_turncost_index import START, WORDS, _cold, _key, _turns
 
 
 def test_catch_up_ahead_keeps_searches_exact(tmp_path: Path) -> None:
