@@ -205,3 +205,15 @@ def test_the_model_can_be_chosen_for_queries(model_dir: Path, tmp_path: Path,
         assert index._vectors is not None and index._vectors.encoder is None
     monkeypatch.setenv(query_encoder.CHOICE_ENV, "encoder")
     assert query_encoder.for_model_dir(model_dir) is not None
+
+
+def test_status_says_how_queries_get_their_vectors(model_dir: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from memoryport.admin.facts import status_details
+
+    assert "token table fitted" in status_details(tmp_path / "home")["query_vectors"]
+    monkeypatch.setenv(query_encoder.CHOICE_ENV, "model")
+    assert "=model" in status_details(tmp_path / "home")["query_vectors"]
+    monkeypatch.delenv(query_encoder.CHOICE_ENV)
+    (model_dir / query_encoder.TOKENS_FILE).unlink()
+    assert "build the token table" in status_details(tmp_path / "home")["query_vectors"]

@@ -17,7 +17,7 @@ from memoryport.providers.holographic import DB_NAME
 from memoryport.storage.facts.postgres_open import open_stores, schema_for
 from memoryport.storage.facts.records import Fact, as_of_time
 from memoryport.storage.facts.store import FactStore
-from memoryport.storage.turns import TurnIndex, vectors
+from memoryport.storage.turns import TurnIndex, query_encoder, vectors
 
 __all__ = [
     "EMBEDDINGS_MODULES",
@@ -125,6 +125,8 @@ def status_details(home: Path, user_id: str | None = None) -> dict[str, Any]:
         "embeddings": f"installed; model {vectors.status()}" if embeddings_present() else
         "not installed (pip install 'memoryport[embeddings]'; recall works without it)",
     }
+    if embeddings_present() and vectors.status() == "ready":
+        details["query_vectors"] = query_encoder.describe(vectors.default_model_dir())
     if load_config(home).storage.backend == "sqlite" and not path.is_file():
         return details
     if load_config(home).storage.backend != "sqlite":

@@ -54,6 +54,7 @@ __all__ = [
     "QueryEncoder",
     "build_tokens",
     "checkpoint",
+    "describe",
     "fit_window",
     "for_model_dir",
 ]
@@ -186,6 +187,18 @@ class QueryEncoder:
             x = x @ mapping
             x = x / max(float(np.linalg.norm(x)), 1e-9)
         return array("f", np.asarray(x, dtype=np.float32).tobytes())
+
+
+def describe(model_dir: Path) -> str:
+    """How queries get their vectors with the model in ``model_dir`` (for ``memoryport
+    status``)."""
+    if os.environ.get(CHOICE_ENV, "").strip().lower() == "model":
+        return f"embedded by the model (${CHOICE_ENV}=model)"
+    if not (model_dir / TOKENS_FILE).is_file():
+        return ("embedded by the model (10-16 ms a query); build the token table with "
+                "`python -m memoryport.storage.turns.distill` to keep the model off the "
+                "turn's path")
+    return "token table fitted to each user's turns (the model is not run on queries)"
 
 
 _LOADED: dict[Path, QueryEncoder | None] = {}
