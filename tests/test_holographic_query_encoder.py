@@ -94,7 +94,7 @@ def test_a_fitted_map_brings_query_vectors_closer_to_the_models(model_dir: Path,
         assert index.flush_vectors(60)
         dense = index._vectors
         assert dense is not None and dense.encoder is not None
-        assert dense.encoder.has_map("") and dense._fit_at[""] == 99  # checkpoint of 120
+        assert dense.encoder.has_map("") and dense._fits.point("") == 99  # checkpoint of 120
         raw = dense.encoder.raw(held_out)
         fitted = [dense.encoder.vector(t, "") for t in held_out]
         truth = model.matrix(held_out)

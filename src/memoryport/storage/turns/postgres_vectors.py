@@ -38,7 +38,7 @@ from memoryport.errors import StoreError
 from memoryport.storage.postgres_wire import BinaryArray
 from memoryport.storage.turns import postgres_expand, query_encoder, vectors
 from memoryport.storage.turns.postgres_link import PgLink
-from memoryport.storage.turns.vectors import VECTOR_CACHE, VectorCache
+from memoryport.storage.turns.vector_cache import VECTOR_CACHE, VectorCache
 
 __all__ = ["BACKFILL_CHUNK", "VECTOR_CACHE", "VectorCache", "VectorWriter", "float4_array",
            "read_vectors", "store_vectors"]
@@ -150,9 +150,7 @@ class VectorWriter(vectors.WriterThread):
         self._queue: dict[str, dict[int, str]] = {}  # scope -> turn id -> text, to embed
         self._backfill: dict[str, int] = {}  # scope -> last turn id checked
         self._touched: set[str] = set()  # scopes back-filled (or being) by this process
-        self._fit_check: set[str] = set()  # scopes whose query-encoder map may be due
-        self._vectored: dict[str, int] = {}  # scope -> its turns with vectors (counted once)
-        self._fit_at: dict[str, int] = {}  # scope -> the checkpoint of its map
+        self._fits = query_encoder.FitSchedule()  # the query encoder's maps due
         self._busy = self._stopping = False
         self._flushing = 0  # flush() calls waiting: no deferring
         self._last_add = 0.0  # when the index last handed over turns (monotonic)
@@ -176,7 +174,7 @@ class VectorWriter(vectors.WriterThread):
                 self._touched.add(scope)
                 self._backfill[scope] = 0
                 if self.index._encoder is not None:
-                    self._fit_check.add(scope)
+                    self._fits.want(scope)
             elif not self._queue.get(scope):
                 return
             if self._thread is None:
@@ -205,7 +203,9 @@ class VectorWriter(vectors.WriterThread):
             self._link.close()
 
     def _work(self) -> bool:
-        return any(self._queue.values()) or bool(self._backfill) or bool(self._fit_check)
+        encoder = self.index._encoder
+        return (any(self._queue.values()) or bool(self._backfill) or (
+            encoder is not None and self._fits.next(encoder, uncounted=True) is not None))
 
     def _run(self) -> None:
         while True:
@@ -255,9 +255,8 @@ class VectorWriter(vectors.WriterThread):
                 return scope, {i: pending.pop(i) for i in ids}, "write"
         if self._backfill:
             return next(iter(self._backfill)), {}, "backfill"
-        scope = min(self._fit_check)  # last: a query-encoder fit
-        self._fit_check.discard(scope)
-        return scope, {}, "fit"
+        due = self._fits.next(self.index._encoder, uncounted=True)  # (_work said so)
+        return str(due), {}, "fit"
 
     def _fit(self, scope: str) -> None:
         """Fit the query encoder's map of ``scope`` when its turns with
@@ -267,16 +266,17 @@ class VectorWriter(vectors.WriterThread):
         if encoder is None:
             return
         name = index.embedder.name
-        if scope not in self._vectored:
+        if not self._fits.known(scope):
+            self._fits.counted(scope, 0)  # (a failed count is not retried in a loop)
             with link.lock:
                 row = link.call(lambda c: c.execute(index._q(
                     "SELECT count(*) FROM {s}.turn_vectors WHERE user_id = %s AND model = %s"),
                     (scope, name)).fetchone(), "vector count", scope, write=False)
-            with self._cond:
-                self._vectored[scope] = int(row[0]) if row else 0
-        point = query_encoder.checkpoint(self._vectored[scope])
-        if point == 0 or (point == self._fit_at.get(scope) and encoder.has_map(scope)):
+            self._fits.counted(scope, int(row[0]) if row else 0)
+        point = self._fits.point(scope)
+        if point == 0:
             return
+        self._fits.fitted(scope, point, ok=False)  # until the fit below succeeds
         offset, limit = query_encoder.fit_window(point)
         pgvector = index._vector_type.startswith("vector")
         column = "vector_send(v.vec)" if pgvector else "v.vec"
@@ -295,8 +295,7 @@ class VectorWriter(vectors.WriterThread):
             matrix = np.frombuffer(b"".join(blobs[n] for n in keep), dtype=np.float32)
             encoder.fit(scope, [vectors.turn_text("", str(rows[n][0])) for n in keep],
                         matrix.reshape(len(keep), encoder.dim))
-        with self._cond:
-            self._fit_at[scope] = point
+        self._fits.fitted(scope, point)
 
     def _missing(self, scope: str) -> dict[int, str]:
         """The next turns of ``scope`` without a vector (back-fill), not queued."""
@@ -339,10 +338,9 @@ class VectorWriter(vectors.WriterThread):
             link.call(write, "vector write", scope, write=True)
         index._vcache.put(dict(zip(ids, blobs, strict=True)))
         if index._encoder is not None:
-            with self._cond:
-                if scope in self._vectored:
-                    self._vectored[scope] += len(ids)
-                self._fit_check.add(scope)
+            if self._fits.known(scope):
+                self._fits.add(scope, len(ids))
+            self._fits.want(scope)
         with index._lock:  # (a search loading the vocabulary meanwhile read them: no harm)
             postgres_expand.remember(index, scope, words, word_blobs)
 

@@ -51,6 +51,7 @@ __all__ = [
     "MAPS_KEPT",
     "RIDGE",
     "TOKENS_FILE",
+    "FitSchedule",
     "QueryEncoder",
     "build_tokens",
     "checkpoint",
@@ -199,6 +200,69 @@ def describe(model_dir: Path) -> str:
                 "`python -m memoryport.storage.turns.distill` to keep the model off the "
                 "turn's path")
     return "token table fitted to each user's turns (the model is not run on queries)"
+
+
+class FitSchedule:
+    """Which scopes' maps are due (a background writer's bookkeeping; the SQLite and the
+    PostgreSQL writers share it). A scope is *wanted* once written or searched in this
+    process; it is due when its count of turns with vectors has passed a checkpoint its
+    map was not fitted at (or its map was dropped). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._vectored: dict[str, int] = {}  # scope -> turns with vectors (known so far)
+        self._fit_at: dict[str, int] = {}  # scope -> the checkpoint of its map
+        self._wanted: set[str] = set()
+        self._failed: set[str] = set()  # fits that raised: not retried before a new point
+
+    def want(self, scope: str) -> bool:
+        """Mark ``scope`` wanted; True when it was not yet."""
+        with self._lock:
+            new = scope not in self._wanted
+            self._wanted.add(scope)
+            return new
+
+    def add(self, scope: str, count: int) -> None:
+        """``count`` more turns of ``scope`` have vectors."""
+        with self._lock:
+            self._vectored[scope] = self._vectored.get(scope, 0) + count
+
+    def counted(self, scope: str, count: int) -> None:
+        """``scope`` has ``count`` turns with vectors (a count read from the store)."""
+        with self._lock:
+            self._vectored[scope] = count
+
+    def known(self, scope: str) -> bool:
+        """Whether ``scope``'s count is known (added to or counted)."""
+        with self._lock:
+            return scope in self._vectored
+
+    def next(self, encoder: QueryEncoder, *, uncounted: bool) -> str | None:
+        """The first wanted scope that is due (or, with ``uncounted``, not counted yet:
+        its writer counts it first); None when there is none."""
+        with self._lock:
+            for scope in sorted(self._wanted):
+                if scope not in self._vectored:
+                    if uncounted:
+                        return scope
+                    continue
+                point = checkpoint(self._vectored[scope])
+                if point and (point != self._fit_at.get(scope) or (
+                        scope not in self._failed and not encoder.has_map(scope))):
+                    return scope
+        return None
+
+    def point(self, scope: str) -> int:
+        """The checkpoint ``scope``'s count has passed (0: none)."""
+        with self._lock:
+            return checkpoint(self._vectored.get(scope, 0))
+
+    def fitted(self, scope: str, point: int, *, ok: bool = True) -> None:
+        """``scope``'s map was fitted at ``point`` (``ok=False``: the fit raised; it is
+        tried again only at the next checkpoint)."""
+        with self._lock:
+            self._fit_at[scope] = point
+            (self._failed.discard if ok else self._failed.add)(scope)
 
 
 _LOADED: dict[Path, QueryEncoder | None] = {}

