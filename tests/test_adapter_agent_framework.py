@@ -106,6 +106,7 @@ def test_failed_run_is_stored_interrupted(memory: memoryport.Memory) -> None:
     asyncio.run(agent.run("Again?", session=session))
     stored = memory.session_messages(session.session_id)
     assert [m["content"] for m in stored] == ["Lost?", "Again?", "Found."]
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert memory.recorder.synced == [("Again?", "Found.")]  # type: ignore[attr-defined]
 
 
