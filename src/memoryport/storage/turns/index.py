@@ -6,7 +6,6 @@ migration namespace are in :mod:`.schema`, the scoring in :mod:`.rank`.
 
 from __future__ import annotations
 
-import heapq
 import json
 import math
 import sqlite3
@@ -27,6 +26,7 @@ from memoryport.storage.sessions.temporal import (
 from memoryport.storage.sqlite_wal import enable_wal
 from memoryport.storage.timeexpr import has_time_words
 from memoryport.storage.turns import expand, rank, schema, vectors
+from memoryport.storage.turns.candidates import candidate_rows
 from memoryport.storage.turns.order import best
 from memoryport.storage.turns.rank import (
     DENSE_WEIGHTS,
@@ -568,44 +568,5 @@ class TurnIndex:
         found: list[_Row],
     ) -> list[_Row]:
         """``found`` and the other candidates: the main turns' neighbours and the turns
-        of the ``SESSION_DEPTH`` best blocks (each block by one index range; neighbours
-        first by id, as a session's turns are mostly stored one after another, then by
-        session and position for those not found so), through the row cache."""
-        wanted = {(session, position + step) for session, position in main
-                  for step in (-1, 1) if position + step >= 0}
-        wanted.difference_update(main)
-        rows: list[_Row] = []
-        conn, cache = self._conn, self._cache
-        for (session, number), _ in heapq.nlargest(SESSION_DEPTH, blocks.items(),
-                                                  key=lambda kv: kv[1]):
-            block = [r for r in cache.block(conn, scope, session, number)
-                     if (session, r[2]) not in main]
-            rows += block
-            wanted.difference_update([(session, r[2]) for r in block])
-        if wanted:
-            ids = [r[0] for r in found]
-            near = sorted({*[i - 1 for i in ids], *[i + 1 for i in ids]})
-            for row in cache.by_ids(conn, near, scope):
-                key = (row[1], row[2])
-                if key in wanted:
-                    rows.append(row)
-                    wanted.discard(key)
-        if wanted:  # the rest in (session, position) order: a cached block knows them
-            rest: dict[tuple[str, int], _Row] = {}
-            ask = []
-            for key in sorted(wanted):
-                known, hit = cache.at(scope, *key)
-                if not known:
-                    ask.append(key)
-                elif hit is not None:
-                    rest[key] = hit
-            if ask:
-                for row in conn.execute(
-                    f"SELECT {_T_COLUMNS}"
-                    " FROM json_each(?) j CROSS JOIN turns t ON t.user_id = ?"
-                    " AND t.session_id = j.value ->> 0 AND t.position = j.value ->> 1",
-                    (json.dumps(ask), scope),
-                ):
-                    rest[(row[1], row[2])] = row
-            rows += [rest[key] for key in sorted(rest)]
-        return found + rows
+        of the ``SESSION_DEPTH`` best blocks (:func:`.candidates.candidate_rows`)."""
+        return candidate_rows(self._conn, self._cache, scope, main, blocks, found, SESSION_DEPTH)

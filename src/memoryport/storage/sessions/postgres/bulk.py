@@ -14,8 +14,14 @@ from psycopg import sql
 
 from memoryport.errors import SessionNotFound, StoreError
 from memoryport.storage import postgres_repair, search_lexemes
-from memoryport.storage.postgres_wire import BinaryArray, float8_array, rendered, text_array
-from memoryport.storage.search_lexemes import document_of_row, documents_of_rows
+from memoryport.storage.postgres_message_arrays import (
+    column_arrays,
+    event_arrays,
+    insert_select,
+    rows_statement,
+)
+from memoryport.storage.postgres_wire import rendered
+from memoryport.storage.search_lexemes import document_of_row
 from memoryport.storage.sessions.portable import ExportWriter, Progress
 from memoryport.storage.sessions.postgres.dialect import (
     encode_text,
@@ -299,13 +305,8 @@ def index_problems(cur: Cursor, schema: sql.Identifier) -> tuple[list[str], int]
 # ``COPY`` cannot return the generated ids, which callers need; array parameters give the
 # same single round trip with a fixed statement text, which psycopg prepares once per
 # connection (``prepare=True``), so the server plans it once. The arrays travel in binary
-# (``%b``): no quoting to write in Python nor to parse on the server.
-
-_COLUMNS = (("role", "text"), ("content", "text"), ("timestamp", "float8"), ("tool_name", "text"),
-            ("tool_calls", "text"), ("tool_call_id", "text"), ("reasoning", "text"),
-            ("metadata", "text"), ("tsv", "text"))  # fmt: skip
-"""The message columns after ``session_id`` (``MESSAGE_INSERT_COLUMNS`` order, then the
-``tsvector`` literal of :func:`memoryport.storage.search_lexemes.document`)."""
+# (``%b``): no quoting to write in Python nor to parse on the server. The columns, their
+# arrays and the ``INSERT`` texts that unnest them are in ``postgres_message_arrays``.
 
 _FIRST_CHUNK = 32
 """Messages in an append's first statement: few, so the server starts early. On a quiet
@@ -316,27 +317,15 @@ _CHUNK = 48
 """Messages in each later statement of an append or sync."""
 
 
-def _insert_select(source: str) -> str:
-    """``INSERT`` of the message columns from ``unnest`` arrays, the session id taken
-    from ``source`` (a relation ``s`` with column ``id``)."""
-    names = ", ".join(name for name, _ in _COLUMNS)
-    arrays = ", ".join(f"%b::{kind}[]" for _, kind in _COLUMNS)
-    picked = ", ".join(f"r.{name}" for name, _ in _COLUMNS[:-1])
-    return (
-        f"INSERT INTO {{s}}.messages (session_id, {names})"
-        f" SELECT s.id, {picked}, r.tsv::tsvector FROM {source}, unnest({arrays})"
-        f" WITH ORDINALITY AS r({names}, ord) ORDER BY r.ord RETURNING id"
-    )
-
-
 def append_statement(schema: sql.Identifier) -> sql.Composed:
     """The first statement of an append (parameters: message count, tool-call count,
-    newest timestamp, session id, then one array per :data:`_COLUMNS` entry)."""
+    newest timestamp, session id, then one array per entry of
+    :data:`memoryport.storage.postgres_message_arrays.COLUMNS`)."""
     return sql.SQL(
         "WITH s AS (UPDATE {s}.sessions SET message_count = message_count + %s,"
         " tool_call_count = tool_call_count + %s,"
         " last_active_at = greatest(last_active_at, %s) WHERE id = %s RETURNING id),"
-        f" m AS ({_insert_select('s')})"
+        f" m AS ({insert_select('s')})"
         " SELECT id FROM m ORDER BY id"
     ).format(s=schema)
 
@@ -344,7 +333,7 @@ def append_statement(schema: sql.Identifier) -> sql.Composed:
 def _more_statement(schema: sql.Identifier) -> sql.Composed:
     """A later chunk of an append (parameters: session id, then the arrays)."""
     return sql.SQL(
-        f"WITH m AS ({_insert_select('(SELECT id FROM {s}.sessions WHERE id = %s) s')})"
+        f"WITH m AS ({insert_select('(SELECT id FROM {s}.sessions WHERE id = %s) s')})"
         " SELECT id FROM m ORDER BY id"
     ).format(s=schema)
 
@@ -376,38 +365,6 @@ def _positional_events_statement(schema: sql.Identifier) -> sql.Composed:
         " JOIN unnest(%b::int8[], %b::float8[], %b::float8[], %b::text[], %b::text[])"
         " AS e(pos, start_at, end_at, precision, words) USING (pos)"
     ).format(s=schema)
-
-
-def _columns(rows: Sequence[tuple[Any, ...]], skip: int, encoding: str, timed: list[bool]
-             ) -> list[BinaryArray]:  # fmt: skip
-    """Binary column arrays of ``message_values`` rows (the first ``skip`` columns left
-    out), then the rows' ``tsvector`` literals; ``timed`` gets each row's time flag
-    (``search_lexemes.documents_of_rows``).
-
-    Built here rather than by psycopg's list dumpers, which pick and call a dumper for
-    every element (~3 us a message); here a column of NULLs is one multiplication and a
-    text element one ``encode`` and one length (``memoryport.storage.postgres_wire``)."""
-    columns = list(zip(*rows, strict=True))[skip:]
-    arrays: list[BinaryArray] = [
-        float8_array(c) if i == _TIMESTAMP - skip else text_array(c, encoding)
-        for i, c in enumerate(columns)
-    ]
-    literals, flags = documents_of_rows(rows)
-    timed.extend(flags)
-    arrays.append(text_array(literals, encoding))
-    return arrays
-
-
-def _event_columns(rows: Sequence[tuple[Any, ...]], timed: Sequence[bool]) -> list[list[Any]]:
-    """The five event arrays of :func:`_positional_events_statement` for ``rows`` (1-based
-    positions; rows not ``timed`` hold no expression), ``[]`` when they have none."""
-    events = [e for pos, (r, t) in enumerate(zip(rows, timed, strict=True), 1) if t
-              for e in event_rows(pos, r[2], r[3])]  # fmt: skip
-    return [list(c) for c in zip(*events, strict=True)]
-
-
-_TIMESTAMP = 3
-"""The ``timestamp`` column's index in a ``message_values`` row (the others are text)."""
 
 
 def _message_rows(session_id: str, items: Sequence[MessageInput], now: float
@@ -447,7 +404,7 @@ def append_batch(
     last = max(now if m.timestamp is None else float(m.timestamp) for m in items)
     rows = _message_rows(session_id, items[:_FIRST_CHUNK], now)
     timed: list[bool] = []
-    head = [len(items), tool_calls, last, session_id, *_columns(rows, 1, encoding, timed)]
+    head = [len(items), tool_calls, last, session_id, *column_arrays(rows, 1, encoding, timed)]
     cur.execute(rendered(cur, schema, append_statement), head, prepare=True)
     cursors = [cur]
     for start in range(_FIRST_CHUNK, len(items), _CHUNK):
@@ -455,9 +412,10 @@ def append_batch(
         rows.extend(chunk)
         more = conn.cursor()
         more_sql = rendered(cur, schema, _more_statement)
-        more.execute(more_sql, [session_id, *_columns(chunk, 1, encoding, timed)], prepare=True)
+        more.execute(more_sql, [session_id, *column_arrays(chunk, 1, encoding, timed)],
+                     prepare=True)
         cursors.append(more)
-    event_columns = _event_columns(rows, timed)
+    event_columns = event_arrays(rows, timed)
     if event_columns:
         with conn.cursor() as other:
             other.execute(rendered(cur, schema, _positional_events_statement),
@@ -473,33 +431,21 @@ def _insert_rows(
     while Python stamps the next), then their event windows by position (see
     :func:`_positional_events_statement`: each session here is new or locked)."""
     rows = [r for _, new in batches for r in new]
-    insert = rendered(cur, schema, _rows_statement)
+    insert = rendered(cur, schema, rows_statement)
     encoding = cur.connection.info.encoding
     start, timed = 0, list[bool]()
     while start < len(rows):
         end = start + (_CHUNK if start else _FIRST_CHUNK)
-        cur.execute(insert, _columns(rows[start:end], 0, encoding, timed), prepare=True)
+        cur.execute(insert, column_arrays(rows[start:end], 0, encoding, timed), prepare=True)
         start = end
     per_session, start = [], 0
     for session_id, new in batches:
-        event_columns = _event_columns(new, timed[start : start + len(new)])
+        event_columns = event_arrays(new, timed[start : start + len(new)])
         start += len(new)
         if event_columns:
             per_session.append([session_id, len(new), *event_columns])
     if per_session:
         cur.executemany(rendered(cur, schema, _positional_events_statement), per_session)
-
-
-def _rows_statement(schema: sql.Identifier) -> sql.Composed:
-    """``INSERT`` of message rows given as column arrays (``session_id`` first)."""
-    names = ", ".join(name for name, _ in _COLUMNS)
-    picked = ", ".join(name for name, _ in _COLUMNS[:-1])
-    arrays = ", ".join(f"%b::{kind}[]" for _, kind in (("session_id", "text"), *_COLUMNS))
-    return sql.SQL(
-        f"INSERT INTO {{s}}.messages (session_id, {names})"
-        f" SELECT session_id, {picked}, tsv::tsvector FROM unnest({arrays}) WITH ORDINALITY"
-        f" AS r(session_id, {names}, ord) ORDER BY r.ord"
-    ).format(s=schema)
 
 
 _SESSION_FIELDS = tuple(f.name for f in fields(SessionRecord))
