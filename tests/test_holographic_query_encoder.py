@@ -217,3 +217,18 @@ def test_status_says_how_queries_get_their_vectors(model_dir: Path, tmp_path: Pa
     monkeypatch.delenv(query_encoder.CHOICE_ENV)
     (model_dir / query_encoder.TOKENS_FILE).unlink()
     assert "build the token table" in status_details(tmp_path / "home")["query_vectors"]
+
+
+def test_a_fit_that_finds_no_vectors_is_not_retried_in_a_loop(model_dir: Path) -> None:
+    """A scope counted past a checkpoint whose fit reads nothing (say its vectors are of
+    another length) gets no map and is not due again before its next checkpoint."""
+    encoder = query_encoder.for_model_dir(model_dir)
+    assert encoder is not None
+    fits = query_encoder.FitSchedule()
+    fits.want("s")
+    fits.counted("s", 40)
+    assert fits.next(encoder, uncounted=False) == "s"
+    fits.fitted("s", fits.point("s"), ok=False)
+    assert fits.next(encoder, uncounted=False) is None and not encoder.has_map("s")
+    fits.add("s", 10)  # 50: the next checkpoint
+    assert fits.next(encoder, uncounted=False) == "s"

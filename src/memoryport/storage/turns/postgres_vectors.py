@@ -295,7 +295,7 @@ class VectorWriter(vectors.WriterThread):
             matrix = np.frombuffer(b"".join(blobs[n] for n in keep), dtype=np.float32)
             encoder.fit(scope, [vectors.turn_text("", str(rows[n][0])) for n in keep],
                         matrix.reshape(len(keep), encoder.dim))
-        self._fits.fitted(scope, point)
+        self._fits.fitted(scope, point, ok=bool(keep))  # (no rows: no map, no retry loop)
 
     def _missing(self, scope: str) -> dict[int, str]:
         """The next turns of ``scope`` without a vector (back-fill), not queued."""

@@ -408,7 +408,7 @@ class DenseIndex(WriterThread):
             matrix = self.np.frombuffer(b"".join(r[2] for r in rows), dtype=self.np.float32)
             self.encoder.fit(scope, [self.text_of(r[0], r[1]) for r in rows],
                              matrix.reshape(len(rows), dim))
-        self._fits.fitted(scope, point)
+        self._fits.fitted(scope, point, ok=bool(rows))  # (no rows: no map, no retry loop)
         return True
 
     def _remember(self, found: list[tuple[int, str, bytes]]) -> None:
