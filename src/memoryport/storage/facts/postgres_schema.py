@@ -268,6 +268,96 @@ def m005_function_word_links(cur: Cursor, schema: sql.Identifier) -> None:
             [(e, e) for e in orphans])
 
 
+_BY_ROWS = (
+    # Every user of ``who`` (sorted: concurrent bumps lock counters in one order), each
+    # bumped under its own scope (the definer is bound by the forced policy too), the
+    # caller's scope restored after (a function's SET clause could restore it, but only
+    # a superuser may name a custom setting there).
+    f"""CREATE FUNCTION {{s}}.fact_generation_bump_users(who text[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    DECLARE
+        scope text := coalesce(current_setting('{SCOPE_SETTING}', true), '');
+        u text;
+    BEGIN
+        FOREACH u IN ARRAY coalesce(who, ARRAY[]::text[]) LOOP
+            PERFORM set_config('{SCOPE_SETTING}', '=' || u, true);
+            INSERT INTO {{s}}.fact_generation AS g (user_id, n) VALUES (u, 1)
+            ON CONFLICT (user_id) DO UPDATE SET n = g.n + 1;
+        END LOOP;
+        PERFORM set_config('{SCOPE_SETTING}', scope, true);
+    END $$""",
+    # Every user's counter (``TRUNCATE``, which names no rows), read through read_all.
+    f"""CREATE FUNCTION {{s}}.fact_generation_bump_all() RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    DECLARE
+        was text := coalesce(current_setting('{READ_ALL_SETTING}', true), '');
+        who text[];
+    BEGIN
+        PERFORM set_config('{READ_ALL_SETTING}', 'on', true);
+        SELECT array_agg(user_id ORDER BY user_id) INTO who FROM {{s}}.fact_generation;
+        PERFORM set_config('{READ_ALL_SETTING}', was, true);
+        PERFORM {{s}}.fact_generation_bump_users(who);
+    END $$""",
+    f"""CREATE FUNCTION {{s}}.fact_generation_bump_rows() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        scope text := current_setting('{SCOPE_SETTING}', true);
+        who text[];
+    BEGIN
+        IF TG_OP = 'TRUNCATE' THEN
+            PERFORM {{s}}.fact_generation_bump_all();
+            RETURN NULL;
+        END IF;
+        IF scope LIKE '=%' AND pg_trigger_depth() = 1 AND row_security_active(TG_RELID) THEN
+            -- the policy bound the statement to the scope's rows
+            PERFORM {{s}}.fact_generation_bump_user(substr(scope, 2));
+            RETURN NULL;
+        END IF;
+        IF TG_OP = 'INSERT' THEN
+            SELECT array_agg(DISTINCT user_id ORDER BY user_id) INTO who FROM new_rows;
+        ELSIF TG_OP = 'DELETE' THEN
+            SELECT array_agg(DISTINCT user_id ORDER BY user_id) INTO who FROM old_rows;
+        ELSE
+            SELECT array_agg(user_id ORDER BY user_id) INTO who FROM (
+                SELECT user_id FROM old_rows UNION SELECT user_id FROM new_rows) AS changed;
+        END IF;
+        IF who IS NOT NULL THEN
+            PERFORM {{s}}.fact_generation_bump_users(who);
+        END IF;
+        RETURN NULL;
+    END $$""",
+)
+_BY_ROWS_EVENTS = (("insert", "INSERT", "REFERENCING NEW TABLE AS new_rows"),
+                   ("update", "UPDATE", "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows"),
+                   ("delete", "DELETE", "REFERENCING OLD TABLE AS old_rows"),
+                   ("truncate", "TRUNCATE", ""))
+
+
+def m006_fact_generation_by_rows(cur: Cursor, schema: sql.Identifier) -> None:
+    """``fact_generation`` bumped for the users whose rows a statement changed, not for
+    the writer's scope (m004's triggers trusted the scope, which binds only a role under
+    row-level security: an owner, superuser or ``BYPASSRLS`` role scoped to one user, or
+    to none, that wrote another user's rows left that user's cached searches stale). One
+    trigger per table and event, with transition tables (PostgreSQL allows them on
+    single-event triggers only); a statement the policy bound to the scope (a role under
+    row-level security, scoped, not inside another trigger or a foreign key's cascade)
+    bumps the scope's counter without reading them. ``TRUNCATE`` bumps every user's.
+    The bumps are ``SECURITY DEFINER`` functions as in m004 (no new grant)."""
+    for table in ("facts", "entities", "fact_entities"):
+        cur.execute(sql.SQL("DROP TRIGGER {t} ON {s}.{table}").format(
+            t=sql.Identifier(f"{table}_generation"), s=schema, table=sql.Identifier(table)))
+    cur.execute(sql.SQL("DROP FUNCTION {s}.fact_generation_bump()").format(s=schema))
+    for statement in _BY_ROWS:
+        cur.execute(sql.SQL(statement).format(s=schema))
+    for table in ("facts", "entities", "fact_entities"):
+        for name, event, referencing in _BY_ROWS_EVENTS:
+            cur.execute(sql.SQL(
+                "CREATE TRIGGER {t} AFTER " + event + " ON {s}.{table} " + referencing
+                + " FOR EACH STATEMENT EXECUTE FUNCTION {s}.fact_generation_bump_rows()"
+            ).format(t=sql.Identifier(f"{table}_generation_{name}"), s=schema,
+                     table=sql.Identifier(table)))
+
+
 def _pg(statement: str) -> str:
     """A :mod:`.cleanup` statement with psycopg's placeholders."""
     return statement.replace("?", "%s")
@@ -279,6 +369,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m003_read_all", m003_read_all),
     ("m004_fact_generation", m004_fact_generation),
     ("m005_function_word_links", m005_function_word_links),
+    ("m006_fact_generation_by_rows", m006_fact_generation_by_rows),
 ]
 
 
