@@ -84,6 +84,7 @@ def test_context_provider_recall_tools_and_sync(memory: memoryport.Memory) -> No
     stored = memory.session_messages(session.session_id)
     assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
     assert FENCE not in repr(stored)
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert memory.recorder.synced == [  # type: ignore[attr-defined]
         ("What editor do I use?", "You use Helix.")]
     assert "Prefers green tea." in memory.curated.store.entries("user")  # type: ignore[union-attr]

@@ -72,6 +72,7 @@ def test_update_context_request_only_and_turns_stored(memory: memoryport.Memory)
     assert [m["content"] for m in stored] == [
         "What editor do I use?", "You use Helix.", "And my drink?", "Green tea."]
     assert FENCE not in repr(stored)
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert memory.recorder.synced == [  # type: ignore[attr-defined]
         ("What editor do I use?", "You use Helix."), ("And my drink?", "Green tea.")]
 
@@ -91,6 +92,7 @@ def test_buffered_context_keeps_older_messages(memory: memoryport.Memory) -> Non
 
     kept = asyncio.run(run())
     assert kept == ["q0", "a0", "q1", "a1", "q2", "a2"]  # no fence, nothing lost
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert [u for u, _ in memory.recorder.synced] == [  # type: ignore[attr-defined]
         "q0", "q1", "q2"]
 

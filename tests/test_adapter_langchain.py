@@ -89,6 +89,7 @@ def test_middleware_fences_request_only_and_stores_turn(memory: memoryport.Memor
     assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
     assert stored[-1]["content"] == "You use Helix."
     assert FENCE not in repr(stored)
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert memory.recorder.synced == [  # type: ignore[attr-defined]
         ("What editor do I use?", "You use Helix.")]
     assert memory.curated is not None and memory.curated.store is not None

@@ -75,6 +75,7 @@ def test_block_recall_in_request_only_turns_stored_once(memory: memoryport.Memor
     assert FENCE not in repr(stored_li)
     # the first turn was stored and synced when its answer was seen, exactly once
     assert memory.session_id == "chat-1"
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert memory.recorder.synced == [  # type: ignore[attr-defined]
         ("What editor do I use?", "You use Helix.")]
     asyncio.run(block.acommit(stored_li))
@@ -82,6 +83,7 @@ def test_block_recall_in_request_only_turns_stored_once(memory: memoryport.Memor
     assert [m["content"] for m in stored] == [
         "What editor do I use?", "You use Helix.", "And my drink?", "Green tea."]
     assert FENCE not in repr(stored)
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert len(memory.recorder.synced) == 2  # type: ignore[attr-defined]
     asyncio.run(block.acommit(stored_li))  # nothing open: nothing stored again
     assert len(memory.session_messages("chat-1")) == 4
@@ -120,6 +122,7 @@ def test_function_agent_tool_loop_keeps_recall_and_stores_final_answer(
     asyncio.run(block.acommit(asyncio.run(li_memory.aget_all())))
     stored = memory.session_messages("chat-5")
     assert [m["content"] for m in stored] == ["What editor do I use?", "You use Helix."]
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert memory.recorder.synced == [  # type: ignore[attr-defined]
         ("What editor do I use?", "You use Helix.")]
 
@@ -150,6 +153,7 @@ def test_unanswered_message_is_stored_interrupted_not_synced(memory: memoryport.
     asyncio.run(run())
     stored = memory.session_messages("s3")
     assert [m["content"] for m in stored] == ["first", "second", "answer"]
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert memory.recorder.synced == [("second", "answer")]  # type: ignore[attr-defined]
 
 

@@ -73,6 +73,7 @@ def test_runner_fences_model_input_only_and_stores_turn(memory: memoryport.Memor
     assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
     assert stored[1]["tool_calls"][0]["id"] == "c1"
     assert FENCE not in repr(stored)
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert memory.recorder.synced == [  # type: ignore[attr-defined]
         ("What editor do I use?", "You use Helix.")]
 
@@ -82,6 +83,7 @@ def test_runner_fences_model_input_only_and_stores_turn(memory: memoryport.Memor
     assert users[0]["content"] == "What editor do I use?"
     assert FENCE in users[-1]["content"]
     assert len(memory.session_messages("chat-1")) == 6
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert len(memory.recorder.synced) == 2  # type: ignore[attr-defined]
 
 
@@ -101,6 +103,7 @@ def test_session_alone_with_plain_runner(memory: memoryport.Memory) -> None:
     assert [i.get("content") for i in seen[-1].input][:2] == ["hello", "Hi there."]
     stored = memory.session_messages(memory.session_id)
     assert [m["content"] for m in stored] == ["hello", "Hi there.", "bye", "Bye."]
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert [u for u, _ in memory.recorder.synced] == ["hello", "bye"]  # type: ignore[attr-defined]
 
 
@@ -140,6 +143,7 @@ def test_failed_run_is_stored_interrupted(memory: memoryport.Memory) -> None:
     with pytest.raises(RuntimeError, match="model down"):
         asyncio.run(runner.run(Agent(name="a", model=model), "Kept?"))
     assert [m["content"] for m in memory.session_messages(memory.session_id)] == ["Kept?"]
+    assert memory.flush(30) == 0  # a queued sync would have run by now
     assert memory.recorder.synced == []  # type: ignore[attr-defined]
 
 
@@ -163,6 +167,7 @@ def test_streamed_run(memory: memoryport.Memory) -> None:
     assert FENCE in users[-1]["content"]
     stored = memory.session_messages(memory.session_id)
     assert [m["content"] for m in stored] == ["Editor?", "You use Helix."]
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert memory.recorder.synced == [("Editor?", "You use Helix.")]  # type: ignore[attr-defined]
 
 

@@ -88,6 +88,7 @@ def test_recall_in_request_only_turn_stored_and_synced(tmp_path: Path) -> None:
     assert stored[1]["tool_calls"][0]["function"]["name"] == "memory"
     assert stored[-1]["content"] == "You use Helix."
     assert FENCE not in repr(stored)
+    assert memory.flush(30) == 0  # the sync is queued to the provider's lane
     assert recorder.synced == [("What editor do I use?", "You use Helix.")]
 
     # a second run: a new turn, the old prompt is clean in the request
@@ -138,6 +139,7 @@ def test_failed_run_is_stored_interrupted_not_synced(tmp_path: Path) -> None:
         agent.run_sync("Will this be kept?")
     stored = memory.session_messages(memory.session_id)
     assert [m["content"] for m in stored] == ["Will this be kept?"]
+    assert memory.flush(30) == 0  # a queued sync would have run by now
     assert recorder.synced == []
     memory.close()
 
