@@ -5,7 +5,8 @@ admin tool, ``memoryport import``/``storage copy``) scoped to another user, or t
 that changes user B's facts moves B's counter, so B's cached search on another
 connection (another host) sees the change; other users' counters stay put; ``TRUNCATE``
 moves every user's. Roles under row-level security keep the scoped bump (the owner with
-forced policies, an application role); a store upgraded from m005 keeps its counters.
+forced policies, an application role); a counter moves once per transaction (a savepoint
+rolled back takes its bump along); a store upgraded from m005 keeps its counters.
 Real server (tests/pgserver.py)."""
 
 from __future__ import annotations
@@ -265,4 +266,45 @@ def test_a_store_upgraded_from_m005_keeps_its_counters_and_counts_by_rows(
             sql.Identifier(schema)))
     assert _counters(pg_server.uri, schema)["bob"] == old + 1
     assert bob.search(QUERY, limit=6) == []
+    bob.close()
+
+
+@pytest.mark.parametrize("who", ["owner", "superuser"])
+def test_one_bump_per_user_and_transaction_and_savepoints_undo_theirs(
+        pg_server: pgserver.PgServer, owner: str, schema: str, who: str) -> None:
+    """Many statements writing bob's facts in one transaction move his counter once (its
+    readers see the writes and the bump together at commit); a savepoint rolled back
+    takes its bump and its mark with it, so the next statement bumps again; each
+    transaction bumps anew. For a role under row-level security (the owner, scoped: the
+    scoped bump) and a bypassing one (the superuser scoped to alice: the rows' users)."""
+    dsn = owner if who == "owner" else pg_server.uri
+    bob = PostgresFactStore(dsn, schema=schema, user_id="bob")
+    ids = [bob.add(FactInput(f"Caroline visited town number {n} to live there")).fact.id
+           for n in range(3)]
+    assert len(_cached_twice(bob)) == 3
+    s = sql.Identifier(schema)
+    update = sql.SQL("UPDATE {}.facts SET retrieval_count = retrieval_count + 1"
+                     " WHERE id = %s").format(s)
+    retire = sql.SQL("UPDATE {}.facts SET retired_at = 1.0 WHERE id = %s").format(s)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT set_config(%s, %s, false)",
+                     (SCOPE_SETTING, "=bob" if who == "owner" else "=alice"))
+        start = _counters(pg_server.uri, schema)["bob"]
+        with conn.transaction():
+            for _ in range(5):
+                for fact_id in ids:
+                    conn.execute(update, (fact_id,))
+            conn.execute(retire, (ids[0],))
+        assert _counters(pg_server.uri, schema)["bob"] == start + 1
+        assert bob.search(QUERY, limit=6) == _uncached(bob, QUERY)
+        assert ids[0] not in [f.id for f in bob.search(QUERY, limit=6)]
+        with conn.transaction():
+            with pytest.raises(psycopg.errors.RaiseException), conn.transaction():
+                conn.execute(update, (ids[1],))  # in a savepoint: write and bump undone
+                conn.execute("DO $$ BEGIN RAISE 'undo'; END $$")
+            conn.execute(retire, (ids[1],))  # bumps again
+        assert _counters(pg_server.uri, schema)["bob"] == start + 2
+        assert [f.id for f in bob.search(QUERY, limit=6)] == [ids[2]]
+        conn.execute(update, (ids[2],))  # a transaction of its own
+        assert _counters(pg_server.uri, schema)["bob"] == start + 3
     bob.close()

@@ -36,7 +36,7 @@ from memoryport.storage.turns.postgres_schema import (
 )
 from memoryport.storage.turns.postgres_schema import migrate as run_migrations
 
-__all__ = ["LEDGER_TABLE", "MIGRATIONS", "TABLES", "migrate"]
+__all__ = ["BUMPED_SETTING", "LEDGER_TABLE", "MIGRATIONS", "TABLES", "migrate"]
 
 LEDGER_TABLE = "_migrations_facts"
 """The fact store's migration ledger (the SQLite name)."""
@@ -268,6 +268,10 @@ def m005_function_word_links(cur: Cursor, schema: sql.Identifier) -> None:
             [(e, e) for e in orphans])
 
 
+BUMPED_SETTING = "memoryport.holo_fact_bumped"
+"""The users whose ``fact_generation`` the current transaction has bumped (a text
+array, transaction-local; m006's triggers set and read it)."""
+
 _BY_ROWS = (
     # Every user of ``who`` (sorted: concurrent bumps lock counters in one order), each
     # bumped under its own scope (the definer is bound by the forced policy too), the
@@ -298,10 +302,15 @@ _BY_ROWS = (
         PERFORM set_config('{READ_ALL_SETTING}', was, true);
         PERFORM {{s}}.fact_generation_bump_users(who);
     END $$""",
+    # Each user once per transaction: its readers on other connections see the
+    # transaction's writes and its bump together at commit, so later statements need no
+    # bump of their own (a savepoint rolled back takes its bumps and its marks with it).
     f"""CREATE FUNCTION {{s}}.fact_generation_bump_rows() RETURNS trigger
     LANGUAGE plpgsql AS $$
     DECLARE
         scope text := current_setting('{SCOPE_SETTING}', true);
+        done text[] := coalesce(nullif(current_setting('{BUMPED_SETTING}', true), ''),
+                                '{{{{}}}}')::text[];
         who text[];
     BEGIN
         IF TG_OP = 'TRUNCATE' THEN
@@ -310,10 +319,8 @@ _BY_ROWS = (
         END IF;
         IF scope LIKE '=%' AND pg_trigger_depth() = 1 AND row_security_active(TG_RELID) THEN
             -- the policy bound the statement to the scope's rows
-            PERFORM {{s}}.fact_generation_bump_user(substr(scope, 2));
-            RETURN NULL;
-        END IF;
-        IF TG_OP = 'INSERT' THEN
+            who := ARRAY[substr(scope, 2)];
+        ELSIF TG_OP = 'INSERT' THEN
             SELECT array_agg(DISTINCT user_id ORDER BY user_id) INTO who FROM new_rows;
         ELSIF TG_OP = 'DELETE' THEN
             SELECT array_agg(DISTINCT user_id ORDER BY user_id) INTO who FROM old_rows;
@@ -321,9 +328,12 @@ _BY_ROWS = (
             SELECT array_agg(user_id ORDER BY user_id) INTO who FROM (
                 SELECT user_id FROM old_rows UNION SELECT user_id FROM new_rows) AS changed;
         END IF;
-        IF who IS NOT NULL THEN
-            PERFORM {{s}}.fact_generation_bump_users(who);
+        IF who IS NULL OR who <@ done THEN
+            RETURN NULL;
         END IF;
+        who := ARRAY(SELECT u FROM unnest(who) AS u WHERE u <> ALL(done) ORDER BY u);
+        PERFORM {{s}}.fact_generation_bump_users(who);
+        PERFORM set_config('{BUMPED_SETTING}', (done || who)::text, true);
         RETURN NULL;
     END $$""",
 )
@@ -341,8 +351,11 @@ def m006_fact_generation_by_rows(cur: Cursor, schema: sql.Identifier) -> None:
     trigger per table and event, with transition tables (PostgreSQL allows them on
     single-event triggers only); a statement the policy bound to the scope (a role under
     row-level security, scoped, not inside another trigger or a foreign key's cascade)
-    bumps the scope's counter without reading them. ``TRUNCATE`` bumps every user's.
-    The bumps are ``SECURITY DEFINER`` functions as in m004 (no new grant)."""
+    bumps the scope's counter without reading them. Each user's counter moves once per
+    transaction (:data:`BUMPED_SETTING`: other connections see the writes and the bump
+    together at commit; m004 bumped per statement, which in a bulk load walked the
+    counter row's ever longer version chain). ``TRUNCATE`` bumps every user's. The bumps
+    are ``SECURITY DEFINER`` functions as in m004 (no new grant)."""
     for table in ("facts", "entities", "fact_entities"):
         cur.execute(sql.SQL("DROP TRIGGER {t} ON {s}.{table}").format(
             t=sql.Identifier(f"{table}_generation"), s=schema, table=sql.Identifier(table)))
