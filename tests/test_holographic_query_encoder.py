@@ -232,3 +232,48 @@ def test_a_fit_that_finds_no_vectors_is_not_retried_in_a_loop(model_dir: Path) -
     assert fits.next(encoder, uncounted=False) is None and not encoder.has_map("s")
     fits.add("s", 10)  # 50: the next checkpoint
     assert fits.next(encoder, uncounted=False) == "s"
+
+
+def test_a_words_vector_is_the_models_vector_of_the_word_alone(model_dir: Path) -> None:
+    encoder = query_encoder.for_model_dir(model_dir)
+    assert encoder is not None
+    model = MiniLM(model_dir)
+    for word in ("car", "hiking", "park"):  # one token each: exactly the model's vector
+        assert encoder.word_vector(word) == pytest.approx(
+            np.asarray(model.embed([word])[0]), abs=1e-5)
+    table = np.load(model_dir / query_encoder.TOKENS_FILE).astype(np.float64)
+    assert encoder.tokenizer.encode("unknown", add_special_tokens=False).ids == [
+        VOCAB.index("un"), VOCAB.index("##known")]
+    pieces = encoder.word_vector("unknown")  # two tokens: their rows summed, unit length
+    expected = table[VOCAB.index("un")] + table[VOCAB.index("##known")]
+    assert pieces == pytest.approx(expected / np.linalg.norm(expected), abs=1e-5)
+
+
+def test_the_expansion_vector_adds_the_querys_own_words(model_dir: Path) -> None:
+    from array import array
+
+    from memoryport.storage.turns import expand
+
+    encoder = query_encoder.for_model_dir(model_dir)
+    assert encoder is not None
+    dim = encoder.dim
+    vocabulary = expand.Vocabulary(np, dim)
+    stored = np.zeros(dim, dtype=np.float32)
+    stored[0] = 1.0  # a stored vector unlike the word's table vector
+    vocabulary.add("hiking", stored.tobytes())
+    vocabulary.load_scope("=ann", ["hiking"])
+    vocabulary.load_scope("=bob", [])
+    query = array("f", encoder.vector("hiking dog", None).tobytes())
+
+    def expected(hiking: Any) -> Any:
+        words = hiking / np.linalg.norm(hiking) + encoder.word_vector("dog")
+        mixed = words / np.linalg.norm(words) + np.asarray(query)
+        return mixed / np.linalg.norm(mixed)
+
+    ann = expand.query_vector(query, "What did hiking dog?", "=ann", vocabulary, encoder)
+    assert np.asarray(ann) == pytest.approx(expected(stored), abs=1e-5)  # ann holds "hiking"
+    # bob's turns do not hold it: the table's vector, whatever another scope stores
+    bob = expand.query_vector(query, "What did hiking dog?", "=bob", vocabulary, encoder)
+    assert np.asarray(bob) == pytest.approx(expected(encoder.word_vector("hiking")), abs=1e-5)
+    # only stopwords and short words: the query's own vector
+    assert expand.query_vector(query, "what did a", "=ann", vocabulary, encoder) is query

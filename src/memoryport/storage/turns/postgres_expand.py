@@ -132,8 +132,10 @@ def candidates(index: Any, query: str, query_words: Sequence[str], scope: str,
         return rows, {}
     qvec = index._query_vector(query)
     with index._lock:
-        near = _vocabulary(index, scope, len(qvec)).nearest(
-            qvec.tobytes(), 3 * expand.TERMS, expand.FLOOR, scope)
+        vocabulary = _vocabulary(index, scope, len(qvec))
+        if index._encoder is not None:  # the query encoder's vector (as SQLite's index)
+            qvec = expand.query_vector(qvec, query, scope, vocabulary, index._encoder)
+        near = vocabulary.nearest(qvec.tobytes(), 3 * expand.TERMS, expand.FLOOR, scope)
         expansion = expand.terms(near, query_words, {r[3] for r in rows})
         stemmed = [(stems[0], sim) for word, sim in expansion
                    if (stems := phrase_terms(f'"{word}"'))]

@@ -133,10 +133,14 @@ class QueryEncoder:
         self.tokenizer = tokenizer
         self.offset = offset
         rows = table.astype(np.float32)
-        rows = rows - rows[offset:].mean(axis=0)
-        rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+        self._mean = rows[offset:].mean(axis=0)
+        rows = rows - self._mean
+        norms = np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+        rows /= norms
         rank = np.maximum(np.arange(len(rows)) - offset + 1, 1)
-        self.table = (rows * np.log1p(rank)[:, None]).astype(np.float32)
+        weight = np.log1p(rank)[:, None]
+        self.table = (rows * weight).astype(np.float32)
+        self._unweight = (norms / weight).astype(np.float32)  # table row -> model row
         self.dim = int(rows.shape[1])
         self._maps: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
@@ -155,6 +159,19 @@ class QueryEncoder:
                 v = self.table[ids].sum(axis=0)
                 out[n] = v / max(float(np.linalg.norm(v)), 1e-9)
         return out
+
+    def word_vector(self, word: str) -> Any:
+        """The model's vector of ``word`` alone, as the token table holds it: the sum of
+        its tokens' rows (each the model's ``[CLS] token [SEP]`` vector), unit length; a
+        float32 array (zero for a word with no token). For a one-token word it is exactly
+        what the background writer stores for the word (:mod:`.expand`)."""
+        np = self.np
+        ids = self.tokenizer.encode(word, add_special_tokens=False).ids
+        if not ids:
+            return np.zeros(self.dim, dtype=np.float32)
+        rows = self.table[ids] * self._unweight[ids] + self._mean
+        v = rows.sum(axis=0)
+        return (v / max(float(np.linalg.norm(v)), 1e-9)).astype(np.float32)
 
     def fit(self, scope: str, texts: Sequence[str], vectors: Any) -> None:
         """Fit ``scope``'s map on its turns' ``texts`` and their model ``vectors``

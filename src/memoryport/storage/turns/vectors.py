@@ -450,9 +450,12 @@ class DenseIndex(WriterThread):
         return self.queries.get(query)
 
     def expansion(self, query: array[float], query_words: Sequence[str],
-                  speakers: Iterable[str], scope: str) -> list[tuple[str, float]]:
+                  speakers: Iterable[str], scope: str, text: str | None = None
+                  ) -> list[tuple[str, float]]:
         """The query's expansion terms (word, cosine) from the words of ``scope``'s turns
-        only (:func:`.expand.terms`; none without numpy or before any word is stored)."""
+        only (:func:`.expand.terms`; none without numpy or before any word is stored).
+        With the query encoder, ``text`` (the query as embedded) adds its own words'
+        vectors to ``query`` first (:func:`.expand.query_vector`)."""
         if self.np is None:
             return []
         with self._cache:  # loaded under the lock: the writer adds to it once it is set
@@ -468,6 +471,8 @@ class DenseIndex(WriterThread):
                     held = [r[0] for r in self.reader.execute(
                         "SELECT word FROM turn_word_users WHERE user_id = ?", (scope,))]
                 self._vocab.load_scope(scope, held)
+            if self.encoder is not None and text is not None:
+                query = expand.query_vector(query, text, scope, self._vocab, self.encoder)
             near = self._vocab.nearest(query.tobytes(), 3 * expand.TERMS, expand.FLOOR, scope)
         return expand.terms(near, query_words, speakers)
 
