@@ -346,8 +346,8 @@ _BY_ROWS_EVENTS = (("insert", "INSERT", "REFERENCING NEW TABLE AS new_rows"),
 def m006_fact_generation_by_rows(cur: Cursor, schema: sql.Identifier) -> None:
     """``fact_generation`` bumped for the users whose rows a statement changed, not for
     the writer's scope (m004's triggers trusted the scope, which binds only a role under
-    row-level security: an owner, superuser or ``BYPASSRLS`` role scoped to one user, or
-    to none, that wrote another user's rows left that user's cached searches stale). One
+    row-level security: a superuser or ``BYPASSRLS`` role scoped to one user, or to none,
+    that wrote another user's rows left that user's cached searches stale). One
     trigger per table and event, with transition tables (PostgreSQL allows them on
     single-event triggers only); a statement the policy bound to the scope (a role under
     row-level security, scoped, not inside another trigger or a foreign key's cascade)
