@@ -140,9 +140,9 @@ def query_vector(query: array[float], text: str, scope: str, vocabulary: Vocabul
     sentence vector is fitted to the model's vectors of whole turns, and alone it finds
     terms the model's own query vector would not (LoCoMo dev, categories 1-4, with the
     encoder: open-domain R@10 0.460, 0.483 with the model's query vector for the expansion
-    only). With this vector: categories 1-4 R@5 / R@10 0.723 / 0.807 -> 0.725 / 0.809,
+    only). With this vector: categories 1-4 R@5 / R@10 0.723 / 0.807 -> 0.728 / 0.812,
     open-domain 0.460 -> 0.499, weights fitted on one half and scored on the other
-    0.739 / 0.810 -> 0.734 / 0.813 and 0.704 / 0.787 -> 0.713 / 0.792
+    0.739 / 0.810 -> 0.741 / 0.813 and 0.704 / 0.787 -> 0.709 / 0.785
     (docs/holographic.md). The same query always gives the same vector in a scope whose
     vocabulary did not change."""
     np = vocabulary.np

@@ -26,7 +26,7 @@ vector count has passed (:func:`checkpoint`: 32, then x1.25 each), at most
 function of its turns, not of when the background writer ran.
 
 Measured on LoCoMo dev (``docs/holographic.md``, "Query vectors without the model"):
-categories 1-4 R@5 / R@10 0.728 / 0.805 against 0.743 / 0.812 with the model on the query
+categories 1-4 R@5 / R@10 0.728 / 0.812 against 0.743 / 0.812 with the model on the query
 and 0.703 / 0.782 without vectors; ``bench_turn.py --compare --user-ms 50`` with the model
 on: holographic adds ~2.8 ms instead of ~15 ms.
 """
@@ -62,7 +62,7 @@ __all__ = [
 
 CHOICE_ENV = "MEMORYPORT_QUERY_VECTORS"
 """Set to ``model`` to embed queries with the model even when the token table is built
-(LoCoMo dev R@5 / R@10 0.743 / 0.812 instead of 0.723 / 0.807, at 10-16 ms a query)."""
+(LoCoMo dev R@5 / R@10 0.743 / 0.812 instead of 0.728 / 0.812, at 10-16 ms a query)."""
 TOKENS_FILE = "static_tokens.npy"
 """The token table's file in the model directory (float32, one row per vocabulary id)."""
 RIDGE = 1.0
