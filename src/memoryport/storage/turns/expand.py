@@ -185,18 +185,25 @@ def terms(nearest: Iterable[tuple[str, float]], query_words: Sequence[str],
 def scores(conn: sqlite3.Connection, scope: str, expansion: Sequence[tuple[str, float]]
            ) -> dict[int, float]:
     """Each turn of ``scope`` holding an expansion term: the sum of its terms' cosine
-    times BM25 idf (one FTS5 lookup per term; terms in more than :data:`COMMON` turns
-    are skipped)."""
+    times BM25 idf (one FTS5 lookup per term, all in one statement with the scope's turn
+    count; terms in more than :data:`COMMON` turns are skipped)."""
     if not expansion:
         return {}
-    total = int(conn.execute("SELECT count(*) FROM turns WHERE user_id = ?",
-                             (scope,)).fetchone()[0])
+    parts = ["SELECT -1, count(*) FROM turns WHERE user_id = ?"]
+    params: list[object] = [scope]
+    for n, (word, _) in enumerate(expansion):
+        parts.append(f"SELECT * FROM (SELECT {n}, t.id FROM turns_fts f CROSS JOIN turns t"
+                     " ON t.id = f.rowid WHERE turns_fts MATCH ? AND t.user_id = ? LIMIT ?)")
+        params += [f'"{word}"', scope, COMMON + 1]
+    found: list[list[int]] = [[] for _ in expansion]
+    total = 0
+    for term, turn_id in conn.execute(" UNION ALL ".join(parts), params):
+        if term < 0:
+            total = int(turn_id)
+        else:
+            found[term].append(turn_id)
     out: dict[int, float] = {}
-    for word, sim in expansion:
-        ids = [r[0] for r in conn.execute(
-            "SELECT t.id FROM turns_fts f CROSS JOIN turns t ON t.id = f.rowid"
-            " WHERE turns_fts MATCH ? AND t.user_id = ? LIMIT ?",
-            (f'"{word}"', scope, COMMON + 1))]
+    for (_, sim), ids in zip(expansion, found, strict=True):
         if not ids or len(ids) > COMMON:
             continue
         weight = sim * math.log(1 + (total - len(ids) + 0.5) / (len(ids) + 0.5))
