@@ -27,15 +27,13 @@ from psycopg.conninfo import make_conninfo
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import pgserver  # the test suite's server helper
 
-__all__ = ["postgres_dsn", "scale"]
+__all__ = ["durable_server", "postgres_dsn", "scale"]
 
 
 @contextmanager
-def postgres_dsn(dsn: str = "") -> Iterator[str]:
-    """A DSN to run on: ``dsn`` itself, or a server started (and stopped) for the run."""
-    if dsn:
-        yield dsn
-        return
+def durable_server() -> Iterator[tuple[str, str]]:
+    """A durable server started (and stopped) for the run, with an ordinary role that may
+    create schemas and the ``vector`` extension: ``(superuser URI, the role's DSN)``."""
     server = pgserver.start_pixeltable_server()
     try:
         role = f"mp_bench_{uuid.uuid4().hex[:8]}"
@@ -47,9 +45,19 @@ def postgres_dsn(dsn: str = "") -> Iterator[str]:
             conn.execute(sql.SQL("GRANT CREATE ON DATABASE {} TO {}").format(
                 sql.Identifier(conn.info.dbname), sql.Identifier(role)))
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        yield make_conninfo(server.uri, user=role)
+        yield server.uri, make_conninfo(server.uri, user=role)
     finally:
         server.stop()
+
+
+@contextmanager
+def postgres_dsn(dsn: str = "") -> Iterator[str]:
+    """A DSN to run on: ``dsn`` itself, or the role's of a :func:`durable_server`."""
+    if dsn:
+        yield dsn
+        return
+    with durable_server() as (_, role_dsn):
+        yield role_dsn
 
 
 def scale(data: list[dict[str, Any]], sessions_of: Callable[..., Any], total: int,

@@ -33,17 +33,16 @@ import random
 import statistics
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import pgserver  # the test suite's server helper
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _locomo_pg import durable_server  # the durable server and its ordinary role
+
 from memoryport.storage.facts import postgres_schema
 from memoryport.storage.facts.postgres import PostgresFactStore
 from memoryport.storage.facts.postgres_transfer import FactGroup, FactLoader
@@ -196,29 +195,19 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"load": os.getloadavg(), "m006": has_m006,
                               "fast_path": has_m006 and not args.no_fast_path,
                               "triggers": not args.no_triggers}
-    server = pgserver.start_pixeltable_server()
-    try:
-        role = f"mp_bench_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(server.uri, autocommit=True) as conn:
-            for name in ("fsync", "full_page_writes", "synchronous_commit"):
-                conn.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(name)))
-            conn.execute("SELECT pg_reload_conf()")
-            conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-            conn.execute(sql.SQL("GRANT CREATE ON DATABASE {} TO {}").format(
-                sql.Identifier(conn.info.dbname), sql.Identifier(role)))
-        role_dsn = make_conninfo(server.uri, user=role)
+    with durable_server() as (server_uri, role_dsn):
         def variant(uri: str, schema: str) -> None:
             if args.no_fast_path and has_m006:
                 _no_fast_path(uri, schema)
             if args.no_triggers:
                 _no_triggers(uri, schema)
 
-        report["bulk_s"] = {str(n): round(_bulk(server.uri, f"bfg_bulk_{n}", n, variant), 3)
+        report["bulk_s"] = {str(n): round(_bulk(server_uri, f"bfg_bulk_{n}", n, variant), 3)
                             for n in args.bulk}
-        for kind, dsn in (("role", role_dsn), ("superuser", server.uri)):
+        for kind, dsn in (("role", role_dsn), ("superuser", server_uri)):
             schema = f"bfg_{kind}"
             PostgresFactStore(dsn, schema=schema).close()  # migrate
-            variant(server.uri, schema)
+            variant(server_uri, schema)
             times = _workload(dsn, schema, args.facts, seed=19)
             times["statement_in_txn"] = _statements(dsn, schema, args.statements)
             times["server_loop_us"] = _server_loop(dsn, schema, args.statements * 5)
@@ -233,8 +222,6 @@ def main(argv: list[str] | None = None) -> int:
                         admin.append(_timed(conn.execute, update, (value,)))
                 report["admin_update_all"] = _stats(admin)
                 report["admin_rows"] = args.facts * len(USERS)
-    finally:
-        server.stop()
     report["load_after"] = os.getloadavg()
     print(f"m006 {has_m006}, fast path {report['fast_path']}, triggers"
           f" {report['triggers']}, load {report['load']}"
