@@ -67,6 +67,7 @@ VOCABULARY_AFTER = 32
 one-shot process never pays for reading it)."""
 BLOCKS_MAX = 200_000
 """How many session blocks' ids a cache remembers (cleared when past it)."""
+_COMPOUND = 100  # phrase queries per statement (SQLite allows 500 compound SELECTs)
 
 _ASCII_RUN = re.compile(r"[a-z0-9]+")  # unicode61's tokens of lower-cased ASCII text
 _K1 = 1.2  # fts5_aux.c's constants
@@ -143,6 +144,8 @@ class Postings:
         self._size = 0  # postings held
         self._words: dict[str, str | None] = {}  # query word -> its one FTS5 term
         self._vocab: sqlite3.Connection | None = None  # the connection with the vocab table
+        self._holders: dict[str, list[int]] = {}  # expansion term -> turns holding it
+        self._over: dict[str, int] = {}  # expansion term -> a count its turns exceed
 
     def clear(self) -> None:
         """Forget every posting (the word-to-term memory stays: it does not depend on the
@@ -153,6 +156,8 @@ class Postings:
         self._in_blocks.clear()
         self._block_lengths.clear()
         self._vocabulary = None
+        self._holders.clear()
+        self._over.clear()
         self._size = 0
 
     def take(self, conn: sqlite3.Connection, before: int, top: int,
@@ -162,7 +167,7 @@ class Postings:
         ``top`` (None when they were not read: the postings are dropped)."""
         if rows is None or before != self.seen:
             self.clear()
-        elif rows and (self._terms or self._vocabulary is not None):
+        elif rows and (self._terms or self._holders or self._vocabulary is not None):
             self._add(conn, rows)
         self.seen = top
 
@@ -176,7 +181,17 @@ class Postings:
                     vocabulary[term] = vocabulary.get(term, 0) + 1
             if len(vocabulary) > VOCABULARY_MAX:
                 self._vocabulary, self._vocabulary_off = None, True
+        holders = self._holders
+        if holders:  # ids grow: each kept list stays in id order
+            for turn_id, counts in per_turn:
+                for term in counts:
+                    ids = holders.get(term)
+                    if ids is not None:
+                        ids.append(turn_id)
+                        self._size += 1
         if not terms:
+            if self._size > POSTINGS_MAX:
+                self.clear()
             return
         where = {row[0]: (row[1], row[2], row[3] // self.block_turns) for row in rows}
         if not all(key in self._block_ids for key in where.values()):
@@ -438,6 +453,74 @@ class Postings:
         ranked = sorted((-s, block) for block, s in scores.items())[:depth]
         named = self._blocks
         return {(named[block][1], named[block][2]): -s for s, block in ranked}
+
+    def holders(self, conn: sqlite3.Connection, words: Sequence[str], most: int
+                ) -> tuple[int, list[list[int] | None]] | None:
+        """``(rows, held)``: how many turns are stored (``turns_fts``'s rows, in this
+        snapshot) and, for each of ``words``, the ids of the turns holding it (what the
+        FTS5 phrase query ``"word"`` finds, in id order), or None when more than ``most``
+        turns hold it. None when a word is not exactly one FTS5 term (run the queries).
+        The lists are the kept ones: use them before the next catch-up, unchanged.
+
+        A word's turns are read once, by that phrase query, up to ``most + 1`` of them (a
+        word in more turns is not kept, only that fact; with the kept vocabulary its
+        count says so without a query), the words not kept yet in one statement; then
+        :meth:`take` adds the new turns holding them."""
+        terms = self._terms_of(words)
+        if terms is None:
+            return None
+        holders, vocabulary = self._holders, self._vocabulary
+        if len(holders) + len(self._over) + len(terms) > WORDS_MAX:  # bounded: start over
+            self._size -= sum(map(len, holders.values()))
+            holders.clear()
+            self._over.clear()
+        ask: dict[str, str] = {}  # FTS5 term -> the (first) word to read it by
+        for word, term in zip(words, terms, strict=True):
+            if term in holders or term in ask or self._above(term, most):
+                continue
+            if vocabulary is not None and term not in vocabulary:  # no turn holds it
+                holders[term] = []
+            else:
+                ask[term] = word
+        if ask:
+            self._read_holders(conn, ask, most)
+        held: list[list[int] | None] = []
+        for term in terms:
+            ids = holders.get(term)
+            held.append(ids if ids is not None and len(ids) <= most else None)
+        if self._size > POSTINGS_MAX:  # kept for this search, dropped after
+            self.clear()
+        stats = self._averages(conn, 0)
+        return (stats[0] if stats is not None else 0), held
+
+    def _above(self, term: str, most: int) -> bool:
+        """Whether more than ``most`` turns are known to hold ``term``."""
+        vocabulary = self._vocabulary
+        return self._over.get(term, -1) >= most or (
+            vocabulary is not None and vocabulary.get(term, 0) > most)
+
+    def _read_holders(self, conn: sqlite3.Connection, ask: dict[str, str], most: int
+                      ) -> None:
+        """Read the turns holding each term of ``ask`` (by its word's phrase query, up to
+        ``most + 1`` of them): kept when at most ``most``, else noted as too many."""
+        holders, over = self._holders, self._over
+        order = list(ask)
+        found: list[list[int]] = [[] for _ in order]
+        for start in range(0, len(order), _COMPOUND):
+            part = order[start:start + _COMPOUND]
+            params: list[object] = []
+            for term in part:
+                params += ['"' + ask[term].replace('"', '""') + '"', most + 1]
+            for at, doc in conn.execute(" UNION ALL ".join(
+                    f"SELECT * FROM (SELECT {start + n}, rowid FROM turns_fts"
+                    " WHERE turns_fts MATCH ? LIMIT ?)" for n in range(len(part))), params):
+                found[at].append(doc)
+        for term, ids in zip(order, found, strict=True):
+            if len(ids) > most:
+                over[term] = max(most, over.get(term, most))
+            else:
+                holders[term] = ids
+                self._size += len(ids)
 
     def _averages(self, conn: sqlite3.Connection, which: int) -> tuple[int, float] | None:
         """``(rows, average row length in tokens)`` of ``turns_fts`` (``which`` 0) or

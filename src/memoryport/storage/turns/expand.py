@@ -23,9 +23,13 @@ import re
 import sqlite3
 from array import array
 from collections.abc import Iterable, Sequence
-from typing import Any
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
 
 from memoryport.storage.sessions.query import STOPWORDS
+
+if TYPE_CHECKING:
+    from memoryport.storage.turns.bm25 import Postings
 
 __all__ = ["DEPTH", "FLOOR", "TERMS", "Vocabulary", "query_vector", "scores", "terms",
            "words_of"]
@@ -182,13 +186,38 @@ def terms(nearest: Iterable[tuple[str, float]], query_words: Sequence[str],
     return out
 
 
-def scores(conn: sqlite3.Connection, scope: str, expansion: Sequence[tuple[str, float]]
-           ) -> dict[int, float]:
+def scores(conn: sqlite3.Connection, scope: str, expansion: Sequence[tuple[str, float]],
+           postings: Postings | None = None) -> dict[int, float]:
     """Each turn of ``scope`` holding an expansion term: the sum of its terms' cosine
-    times BM25 idf (one FTS5 lookup per term, all in one statement with the scope's turn
-    count; terms in more than :data:`COMMON` turns are skipped)."""
+    times BM25 idf, ``log(1 + (N - n + 0.5) / (n + 0.5))`` with ``N`` the scope's turns
+    and ``n`` those holding the term; terms in more than :data:`COMMON` turns are
+    skipped.
+
+    ``postings``: the row cache's (:meth:`.bm25.Postings.holders`) when ``scope`` is the
+    file's only user and the caller holds the search lock, inside a read snapshot, after
+    the cache's catch-up. They know each term's turns from memory (``N`` is then FTS5's
+    row count: every turn is the scope's); without them, or when a word is not one FTS5
+    term, one FTS5 lookup per term, all in one statement with the scope's turn count.
+    Either way the same turns and the same sums, to the bit."""
     if not expansion:
         return {}
+    found = (postings.holders(conn, [w for w, _ in expansion], COMMON)
+             if postings is not None else None)
+    total, held = found if found is not None else _holders(conn, scope, expansion)
+    out: dict[int, float] = {}
+    for (_, sim), ids in zip(expansion, held, strict=True):
+        if not ids:  # none, or too many
+            continue
+        weight = sim * math.log(1 + (total - len(ids) + 0.5) / (len(ids) + 0.5))
+        for turn_id in ids:  # (a loop in C, as bm25.top's, is slower for ~10 turns)
+            out[turn_id] = out.get(turn_id, 0.0) + weight
+    return out
+
+
+def _holders(conn: sqlite3.Connection, scope: str, expansion: Sequence[tuple[str, float]]
+             ) -> tuple[int, list[list[int] | None]]:
+    """The scope's turn count and each term's turns in it (None: more than
+    :data:`COMMON`): one FTS5 phrase query per term, all in one statement."""
     parts = ["SELECT -1, count(*) FROM turns WHERE user_id = ?"]
     params: list[object] = [scope]
     for n, (word, _) in enumerate(expansion):
@@ -202,14 +231,7 @@ def scores(conn: sqlite3.Connection, scope: str, expansion: Sequence[tuple[str, 
             total = int(turn_id)
         else:
             found[term].append(turn_id)
-    out: dict[int, float] = {}
-    for (_, sim), ids in zip(expansion, found, strict=True):
-        if not ids or len(ids) > COMMON:
-            continue
-        weight = sim * math.log(1 + (total - len(ids) + 0.5) / (len(ids) + 0.5))
-        for turn_id in ids:
-            out[turn_id] = out.get(turn_id, 0.0) + weight
-    return out
+    return total, [ids if len(ids) <= COMMON else None for ids in found]
 
 
 Row = tuple[int, str, int, str, str, float, str, int]
@@ -231,10 +253,15 @@ def candidates(index: Any, query: str, query_words: Sequence[str], scope: str,
                                 scope, text=query)
     if not expansion:
         return rows, {}
-    conn = index._conn
+    conn, cache = index._conn, index._cache
     with index._lock:
-        found = scores(conn, scope, expansion)
-        have = {r[0] for r in rows}
-        best = sorted(found, key=lambda i: (-found[i], i))[:DEPTH]
-        extra = [i for i in best if i not in have]
-        return (rows + index._cache.by_ids(conn, extra, scope) if extra else rows), found
+        single = cache.single == scope  # the file's only user: the postings answer
+        with index._snapshot() if single else nullcontext():
+            if single:
+                cache.catch_up(conn)  # the turns stored since the search's snapshot
+            found = scores(conn, scope, expansion,
+                           cache.postings if cache.single == scope else None)
+            have = {r[0] for r in rows}
+            best = sorted(found, key=lambda i: (-found[i], i))[:DEPTH]
+            extra = [i for i in best if i not in have]
+            return (rows + cache.by_ids(conn, extra, scope) if extra else rows), found
