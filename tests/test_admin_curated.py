@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from fixtures.helpers import install_plugin, isolate
+from fixtures.helpers import install_plugin, isolate, private_tempdir
 from memoryport.admin import curated
 from memoryport.cli import main
 from memoryport.config import MemorySettings
@@ -25,6 +25,7 @@ from memoryport.errors import MemoryStoreError
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    private_tempdir(tmp_path, monkeypatch)
     return isolate(tmp_path, monkeypatch)
 
 

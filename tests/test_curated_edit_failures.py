@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from fixtures.helpers import isolate
+from fixtures.helpers import isolate, private_tempdir
 from memoryport.cli import main
 from memoryport.providers.curated import CuratedMemory
 
@@ -31,6 +31,7 @@ MEMORYPORT_BIN = Path(sys.executable).parent / "memoryport"
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    private_tempdir(tmp_path, monkeypatch)
     return isolate(tmp_path, monkeypatch)
 
 
