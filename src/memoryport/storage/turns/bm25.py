@@ -30,6 +30,10 @@ once per word; a new turn's ASCII text is split as ``unicode61`` splits it (runs
 letters and digits), other text by FTS5 whole. A query word that is not exactly one FTS5
 term (a phrase of several, or none) makes :meth:`Postings.top` return None: the caller
 then runs the SQL query.
+
+The query expansion's words (:mod:`.expand`) are looked up here too
+(:meth:`Postings.holders`): each word's turns, read once by its FTS5 phrase query and then
+followed by the catch-up like the postings.
 """
 
 from __future__ import annotations
