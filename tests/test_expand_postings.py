@@ -8,16 +8,15 @@ than :data:`~memoryport.storage.turns.expand.COMMON` turns take the SQL path's a
 
 from __future__ import annotations
 
-import math
 import random
 import sqlite3
-from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from memoryport.storage.turns import TurnIndex, TurnInput, bm25, expand
+from test_holographic_rank_expand import BucketEmbedder
 
 WORDS = ("violin", "violins", "clarinet", "guitar", "music", "musical", "garden", "gardens",
          "gardening", "pets", "turtles", "dog", "dogs", "weather", "lunch", "running",
@@ -215,26 +214,9 @@ def test_the_kept_vocabulary_skips_a_common_word_without_a_query(
         assert _reference(path, "", [("visits", 0.6), ("zebra", 0.5)]) == {}
 
 
-# A real Embedder (topic buckets): the expansion of QUESTION is the music words.
-_BUCKETS = {"instruments": 0, "violin": 0, "clarinet": 0, "music": 0, "pets": 1, "dog": 1}
+# A real Embedder (topic buckets, from the expansion's own tests): the expansion of
+# QUESTION is the music words.
 QUESTION = "Which instruments are played here?"
-
-
-class BucketEmbedder:
-    """Unit vectors over buckets (music, pets, everything else at a small weight)."""
-
-    name = "buckets-expand-postings-v1"
-
-    def embed(self, texts: Sequence[str]) -> list[array[float]]:
-        """One unit vector per text."""
-        out = []
-        for text in texts:
-            vec = [0.0] * 3
-            for word in text.lower().replace("?", " ").replace(".", " ").split():
-                vec[_BUCKETS.get(word, 2)] += 1.0 if word in _BUCKETS else 0.05
-            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-            out.append(array("f", [v / norm for v in vec]))
-        return out
 
 
 def _music_turns() -> list[TurnInput]:

@@ -107,7 +107,7 @@ def test_mapped_rows_give_the_mapped_raw_vector(model_dir: Path,
     texts = ["did bob buy a car", "hiking in the park", "a car a car a car", "car"]
     encoder.fit("s", texts * 4, rng.standard_normal((16, encoder.dim)).astype(np.float32))
     first = encoder._maps["s"][0]
-    for text in texts + ["park car hiking", ""]:
+    for text in [*texts, "park car hiking", ""]:
         got = np.frombuffer(encoder.vector(text, "s").tobytes(), dtype=np.float32)
         if not text:
             assert not got.any()
