@@ -4,7 +4,6 @@ computation gives: the same ids, and ``normalise(raw @ W)`` up to float rounding
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +11,8 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from memoryport.storage.turns import query_encoder, vectors, word_tokens
-from memoryport.storage.turns.encoder import MiniLM
-from test_holographic_embed import tiny_model
+from memoryport.storage.turns import query_encoder, word_tokens
+from test_holographic_query_encoder import model_dir  # noqa: F401 (fixture)
 
 TEXTS = [
     "What did Melanie paint last Tuesday?",
@@ -29,14 +27,6 @@ TEXTS = [
 ]
 
 
-@pytest.fixture
-def model_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    where = tiny_model(tmp_path / "model")
-    query_encoder.build_tokens(MiniLM(where), where)
-    monkeypatch.setenv(vectors.MODEL_ENV, str(where))
-    yield where
-
-
 class Counting:
     """A tokenizer that counts its ``encode`` calls."""
 
@@ -48,11 +38,11 @@ class Counting:
         return self.inner.encode(text, add_special_tokens=add_special_tokens)
 
 
-def _tokenizer(model_dir: Path) -> Any:
-    return Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+def _tokenizer(where: Path) -> Any:
+    return Tokenizer.from_file(str(where / "tokenizer.json"))
 
 
-def test_word_by_word_ids_are_the_tokenizers(model_dir: Path) -> None:
+def test_word_by_word_ids_are_the_tokenizers(model_dir: Path) -> None:  # noqa: F811
     tokenizer = _tokenizer(model_dir)
     words = word_tokens.WordTokens(tokenizer)
     assert words.by_word
@@ -60,7 +50,7 @@ def test_word_by_word_ids_are_the_tokenizers(model_dir: Path) -> None:
         assert words.ids(text) == tokenizer.encode(text, add_special_tokens=False).ids, text
 
 
-def test_a_seen_word_is_not_tokenized_again(model_dir: Path) -> None:
+def test_a_seen_word_is_not_tokenized_again(model_dir: Path) -> None:  # noqa: F811
     counting = Counting(_tokenizer(model_dir))
     words = word_tokens.WordTokens(counting)
     counting.calls = 0
@@ -73,7 +63,8 @@ def test_a_seen_word_is_not_tokenized_again(model_dir: Path) -> None:
     assert counting.calls == 7
 
 
-def test_the_cache_is_bounded(model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cache_is_bounded(model_dir: Path,  # noqa: F811
+                              monkeypatch: pytest.MonkeyPatch) -> None:
     tokenizer = _tokenizer(model_dir)
     words = word_tokens.WordTokens(tokenizer)
     monkeypatch.setattr(word_tokens, "WORDS_KEPT", 3)
@@ -99,7 +90,7 @@ def _expected(encoder: query_encoder.QueryEncoder, text: str, mapping: Any) -> A
     return raw / max(np.linalg.norm(raw), 1e-12)
 
 
-def test_mapped_rows_give_the_mapped_raw_vector(model_dir: Path,
+def test_mapped_rows_give_the_mapped_raw_vector(model_dir: Path,  # noqa: F811
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     encoder = query_encoder.for_model_dir(model_dir)
     assert encoder is not None
