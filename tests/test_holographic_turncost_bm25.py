@@ -2,7 +2,10 @@
 (:mod:`memoryport.storage.turns.bm25`): the same turns, the same scores to the bit and
 the same order (ties to the older turn) as the FTS5 query, on real SQLite files, while
 turns arrive from this index, from another one and in bulk, with words FTS5 stems, words
-outside ASCII, words FTS5 splits in two (the query then runs in SQL) and tiny bounds."""
+outside ASCII, words FTS5 splits in two (the query then runs in SQL) and tiny bounds.
+Every test runs with the top computed by numpy (:mod:`memoryport.storage.turns.bm25_arrays`),
+by the plain-Python loop, and by numpy's path falling back to the loop (turn ids too far
+apart for one array)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryport.storage.turns import TurnIndex, TurnInput, bm25
+from memoryport.storage.turns import TurnIndex, TurnInput, bm25, bm25_arrays
 from memoryport.storage.turns import index as index_module
 from memoryport.storage.turns.index import MAIN_DEPTH
 from memoryport.storage.turns.rank import (
@@ -31,6 +34,15 @@ WORDS = ("decide", "decided", "deciding", "sqlite", "schema", "schemas", "tea", 
          "na\u00efve", "Stra\u00dfe", "\u6771\u4eac", "ab\u19b0cd", "garden", "gardens",
          "lunch", "Lunch", "2024", "07", "relational", "generalization", "sky", "skies")
 START = 1_700_000_000.0
+
+
+@pytest.fixture(autouse=True, params=["numpy", "python", "numpy-falling-back"])
+def top_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which computation of the in-process top the test's indexes use."""
+    monkeypatch.setattr(bm25, "ARRAYS", request.param != "python")
+    if request.param == "numpy-falling-back":
+        monkeypatch.setattr(bm25_arrays, "SPAN_PER_POSTING", -10**9)
+    return str(request.param)
 
 
 def _turns(rng: random.Random, n: int, user: str | None = None,
@@ -77,7 +89,9 @@ def test_in_process_bm25_is_fts5s_to_the_bit(tmp_path: Path, depth: int,
     with TurnIndex(path, dense=False) as index:
         index.add_turns(_turns(rng, 150))
         _same(index, path, rng)
-        assert index._cache.postings._terms  # ranked in process, not by the FTS5 query
+        postings = index._cache.postings
+        assert postings._terms  # ranked in process, not by the FTS5 query
+        assert (postings._np is not None) == bm25.ARRAYS  # by numpy when it is on
         for _ in range(6):  # turns arriving one or a few at a time: caught up
             index.add_turns(_turns(rng, rng.randint(1, 3)))
             _same(index, path, rng, 4)

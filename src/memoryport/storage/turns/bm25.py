@@ -31,6 +31,9 @@ letters and digits), other text by FTS5 whole. A query word that is not exactly 
 term (a phrase of several, or none) makes :meth:`Postings.top` return None: the caller
 then runs the SQL query.
 
+With numpy installed, a term's postings are also kept as columns and the top is computed
+with array operations (:mod:`.bm25_arrays`, :data:`ARRAYS`), to the same bits.
+
 The query expansion's words (:mod:`.expand`) are looked up here too
 (:meth:`Postings.holders`): each word's turns, read once by its FTS5 phrase query and then
 followed by the catch-up like the postings.
@@ -45,10 +48,12 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from itertools import compress, repeat
-from operator import add, ge
+from operator import add, ge, itemgetter
 from typing import Any
 
-__all__ = ["BLOCKS_MAX", "POSTINGS_MAX", "TERM_MAX", "TOKENIZER", "VOCABULARY_AFTER",
+from memoryport.storage.turns import bm25_arrays
+
+__all__ = ["ARRAYS", "BLOCKS_MAX", "POSTINGS_MAX", "TERM_MAX", "TOKENIZER", "VOCABULARY_AFTER",
            "VOCABULARY_MAX", "VOCABULARY_TURNS", "WORDS_MAX", "Postings", "tokens", "varints"]
 
 TOKENIZER = "porter unicode61"
@@ -71,6 +76,9 @@ VOCABULARY_AFTER = 32
 one-shot process never pays for reading it)."""
 BLOCKS_MAX = 200_000
 """How many session blocks' ids a cache remembers (cleared when past it)."""
+ARRAYS = bm25_arrays.AVAILABLE
+"""Whether a cache created now keeps each term's postings as columns too and computes the
+top with numpy (:mod:`.bm25_arrays`; installed with the ``embeddings`` extra)."""
 _COMPOUND = 100  # phrase queries per statement (SQLite allows 500 compound SELECTs)
 
 _ASCII_RUN = re.compile(r"[a-z0-9]+")  # unicode61's tokens of lower-cased ASCII text
@@ -131,6 +139,8 @@ class Postings:
         self.seen = 0
         """The largest turn id the postings account for."""
         self._terms: dict[str, _Group] = {}  # FTS5 term -> its postings, grouped
+        self._columns: dict[str, bm25_arrays.Columns] | None = {} if ARRAYS else None
+        self._np: Any = None  # numpy, imported at the first search that scores with it
         self._hits: dict[str, int] = {}  # FTS5 term -> how many turns hold it
         self._lengths: dict[int, int] = {}  # turn id -> its length in tokens
         self._in_blocks: dict[str, dict[int, int]] = {}  # term -> block id -> count
@@ -155,6 +165,8 @@ class Postings:
         """Forget every posting (the word-to-term memory stays: it does not depend on the
         store)."""
         self._terms.clear()
+        if self._columns is not None:
+            self._columns.clear()
         self._hits.clear()
         self._lengths.clear()
         self._in_blocks.clear()
@@ -177,7 +189,9 @@ class Postings:
 
     def _add(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> None:
         terms, lengths, in_blocks = self._terms, self._lengths, self._in_blocks
-        per_turn = self._counts([(r[0], r[4], r[5]) for r in rows])
+        columns = self._columns
+        per_turn = sorted(self._counts([(r[0], r[4], r[5]) for r in rows]),
+                          key=itemgetter(0))  # in id order: the columns' order
         vocabulary = self._vocabulary
         if vocabulary is not None:
             for _, counts in per_turn:
@@ -212,6 +226,8 @@ class Postings:
                 group = terms.get(term)
                 if group is not None:
                     group.setdefault((count, length), []).append(turn_id)
+                    if columns is not None:
+                        columns[term].append(turn_id, count, length)
                     self._hits[term] += 1
                     lengths[turn_id] = length
                     held = in_blocks[term]
@@ -367,12 +383,23 @@ class Postings:
                     "SELECT d.id, d.sz FROM json_each(?) j CROSS JOIN turns_fts_docsize d"
                     " ON d.id = j.value", (json.dumps(missing),)):
                 lengths[doc] = varints(size)[0]
+        self._size += len(in_blocks)
+        return self._keep(term, counts)
+
+    def _keep(self, term: str, counts: list[tuple[int, int]]) -> _Group:
+        """Keep ``term``'s postings ``(turn id, count)``: grouped by (count, length), and
+        as columns in id order when numpy scores."""
+        lengths = self._lengths
         group: _Group = {}
         for doc, count in counts:
             group.setdefault((count, lengths[doc]), []).append(doc)
         self._terms[term] = group
+        if self._columns is not None:
+            column = self._columns[term] = bm25_arrays.Columns(_K1, _B)
+            for doc, count in sorted(counts):
+                column.append(doc, count, lengths[doc])
         self._hits[term] = len(counts)
-        self._size += len(counts) + len(in_blocks)
+        self._size += len(counts)
         return group
 
     def top(self, conn: sqlite3.Connection, words: Sequence[str], depth: int
@@ -393,22 +420,31 @@ class Postings:
             if group is None:
                 return None
             groups.append(group)
+        columns = ([self._columns[term] for term in terms]
+                   if self._columns is not None else None)
         if self._size > POSTINGS_MAX:  # kept for this search, dropped after
             self.clear()
         stats = self._averages(conn, 0)
         if stats is None:  # no turn stored yet
             return []
         rows, avgdl = stats
-        k1, b, k1_plus = _K1, _B, _K1 + 1.0
-        scores: dict[int, float] = {}
-        get = scores.get
-        for at, (term, group) in enumerate(zip(terms, groups, strict=True)):
+        idfs = []
+        for term, group in zip(terms, groups, strict=True):
             hits = self._hits.get(term)
             if hits is None:  # dropped after loading (bounds): count the kept groups
                 hits = sum(len(docs) for docs in group.values())
             idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
+            idfs.append(idf if idf > 0.0 else 1e-6)
+        if columns is not None:
+            if self._np is None:
+                self._np = bm25_arrays.numpy()
+            found = bm25_arrays.top(self._np, columns, idfs, avgdl, depth, _K1, _B)
+            if found is not None:
+                return found
+        k1, b, k1_plus = _K1, _B, _K1 + 1.0
+        scores: dict[int, float] = {}
+        get = scores.get
+        for at, (idf, group) in enumerate(zip(idfs, groups, strict=True)):
             for (count, length), docs in group.items():
                 freq = float(count)
                 part = idf * ((freq * k1_plus) / (freq + k1 * (1 - b + b * length / avgdl)))
