@@ -190,6 +190,13 @@ def test_varints_read_sqlite_format() -> None:
     assert bm25.varints(nine) == [((1 << 56) - 1) << 8 | 1]
 
 
+def test_first_varint_is_the_first_of_varints() -> None:
+    for blob in (bytes([0x00]), bytes([0x7F, 0x05]), bytes([0x81, 0x00]), bytes([0x82, 0x80, 0x01]),
+                 bytes([0xFF] * 8 + [0x01, 0x07])):
+        assert bm25.first_varint(blob) == bm25.varints(blob)[0]
+    assert bm25.first_varint(bytes([0x81, 0x00])) == 128
+
+
 def _reference_blocks(path: Path, query: str, depth: int) -> list[tuple[tuple[str, int], float]]:
     match = fts_query(query_words(query))
     with sqlite3.connect(path) as conn:

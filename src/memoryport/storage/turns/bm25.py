@@ -54,7 +54,8 @@ from typing import Any
 from memoryport.storage.turns import bm25_arrays
 
 __all__ = ["ARRAYS", "BLOCKS_MAX", "POSTINGS_MAX", "TERM_MAX", "TOKENIZER", "VOCABULARY_AFTER",
-           "VOCABULARY_MAX", "VOCABULARY_TURNS", "WORDS_MAX", "Postings", "tokens", "varints"]
+           "VOCABULARY_MAX", "VOCABULARY_TURNS", "WORDS_MAX", "Postings", "first_varint", "tokens",
+           "varints"]
 
 TOKENIZER = "porter unicode61"
 """The turn index's FTS5 tokenizer (``schema.m001_turns``)."""
@@ -128,6 +129,12 @@ def varints(blob: bytes) -> list[int]:
             out.append(value)
             value = width = 0
     return out
+
+
+def first_varint(blob: bytes) -> int:
+    """The first of :func:`varints` (a row's size in a one-column ``*_docsize`` table):
+    the byte itself when it is below 128 (sizes under 128 tokens), without a loop."""
+    return blob[0] if blob and blob[0] < 0x80 else varints(blob)[0]
 
 
 class Postings:
@@ -263,7 +270,7 @@ class Postings:
             for block_id, size in conn.execute(
                     "SELECT d.id, d.sz FROM json_each(?) j CROSS JOIN blocks_fts_docsize d"
                     " ON d.id = j.value", (json.dumps(block_ids),)):
-                self._block_lengths[block_id] = varints(size)[0]
+                self._block_lengths[block_id] = first_varint(size)
 
     def _counts(self, rows: Sequence[tuple[int, str, str]]
                 ) -> list[tuple[int, dict[str, int]]]:
@@ -382,7 +389,7 @@ class Postings:
             for doc, size in conn.execute(
                     "SELECT d.id, d.sz FROM json_each(?) j CROSS JOIN turns_fts_docsize d"
                     " ON d.id = j.value", (json.dumps(missing),)):
-                lengths[doc] = varints(size)[0]
+                lengths[doc] = first_varint(size)
         self._size += len(in_blocks)
         return self._keep(term, counts)
 
@@ -395,9 +402,7 @@ class Postings:
             group.setdefault((count, lengths[doc]), []).append(doc)
         self._terms[term] = group
         if self._columns is not None:
-            column = self._columns[term] = bm25_arrays.Columns(_K1, _B)
-            for doc, count in sorted(counts):
-                column.append(doc, count, lengths[doc])
+            self._columns[term] = bm25_arrays.Columns.of(_K1, _B, counts, lengths)
         self._hits[term] = len(counts)
         self._size += len(counts)
         return group
@@ -477,21 +482,26 @@ class Postings:
         if stats is None:
             return {}
         rows, avgdl = stats
+        helds = [self._in_blocks[term] for term in terms]
+        idfs = []
+        for held in helds:
+            idf = math.log((rows - len(held) + 0.5) / (len(held) + 0.5))
+            idfs.append(idf if idf > 0.0 else 1e-6)
+        lengths, named = self._block_lengths, self._blocks
+        if self._columns is not None:  # numpy scores (imported by top(), which ran first)
+            if self._np is None:
+                self._np = bm25_arrays.numpy()
+            return {(named[block][1], named[block][2]): s for block, s in bm25_arrays.block_top(
+                self._np, helds, idfs, lengths, avgdl, depth, _K1, _B)}
         k1, b, k1_plus = _K1, _B, _K1 + 1.0
-        lengths, scores = self._block_lengths, dict[int, float]()
-        for term in terms:
-            held = self._in_blocks[term]
-            hits = len(held)
-            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
+        scores: dict[int, float] = {}
+        for held, idf in zip(helds, idfs, strict=True):
             for block, count in held.items():
                 freq = float(count)
                 part = idf * ((freq * k1_plus) / (
                     freq + k1 * (1 - b + b * lengths[block] / avgdl)))
                 scores[block] = scores.get(block, 0.0) + part
         ranked = sorted((-s, block) for block, s in scores.items())[:depth]
-        named = self._blocks
         return {(named[block][1], named[block][2]): -s for s, block in ranked}
 
     def holders(self, conn: sqlite3.Connection, words: Sequence[str], most: int

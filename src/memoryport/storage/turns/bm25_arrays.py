@@ -64,6 +64,21 @@ class Columns:
         self.counts_k1 = array("d")
         self.lengths_b = array("d")
 
+    @classmethod
+    def of(cls, k1: float, b: float, postings: list[tuple[int, int]],
+           lengths: dict[int, int]) -> Columns:
+        """The columns of ``postings`` ``(turn id, count)`` (any order), with each turn's
+        length from ``lengths``."""
+        column = cls(k1, b)
+        ordered = sorted(postings)
+        ids = [turn_id for turn_id, _ in ordered]
+        counts = [float(count) for _, count in ordered]
+        column.ids.extend(ids)
+        column.counts.extend(counts)
+        column.counts_k1.extend([count * column.k1_plus for count in counts])
+        column.lengths_b.extend([b * length for length in map(lengths.__getitem__, ids)])
+        return column
+
     def append(self, turn_id: int, count: int, length: int) -> None:
         """Add a turn that holds the term ``count`` times and is ``length`` tokens long
         (its id larger than every id held)."""
@@ -106,3 +121,34 @@ def top(np: Any, columns: list[Columns], idfs: list[float], avgdl: float, depth:
         ids, found = ids[keep], found[keep]
     order = np.lexsort((ids, -found))[:depth]
     return list(zip((ids[order] + lo).tolist(), found[order].tolist(), strict=True))
+
+
+def block_top(np: Any, held: list[dict[int, int]], idfs: list[float],
+              lengths: dict[int, int], avgdl: float, depth: int, k1: float, b: float
+              ) -> list[tuple[int, float]]:
+    """``(block id, score)`` of the ``depth`` best session blocks, best first (ties to the
+    smaller id), for the query whose words' blocks are ``held`` (block id -> how often
+    the block holds the word, in query order) with the phrases' ``idfs``; ``lengths``
+    holds each block's length in tokens. The scores of :meth:`.bm25.Postings.blocks`'
+    Python loop, to the bit."""
+    sizes = [len(h) for h in held]
+    total = sum(sizes)
+    if not total:
+        return []
+    float64 = np.float64
+    ids = np.fromiter((block for h in held for block in h), dtype=np.int64, count=total)
+    freq = np.fromiter((count for h in held for count in h.values()), dtype=float64,
+                       count=total)
+    length = np.fromiter(map(lengths.__getitem__, ids.tolist()), dtype=float64, count=total)
+    idf = np.repeat(np.array(idfs), sizes)
+    lo = int(ids.min())
+    scores = np.bincount(ids - lo, minlength=int(ids.max()) - lo + 1, weights=idf * (
+        (freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl))))
+    found_ids = np.flatnonzero(scores)  # every held block's score is positive
+    found = scores[found_ids]
+    if len(found_ids) > depth:
+        floor = np.partition(found, len(found_ids) - depth)[len(found_ids) - depth]
+        keep = found >= floor
+        found_ids, found = found_ids[keep], found[keep]
+    order = np.lexsort((found_ids, -found))[:depth]
+    return list(zip((found_ids[order] + lo).tolist(), found[order].tolist(), strict=True))
