@@ -184,6 +184,10 @@ def test_bad_model_files_say_what_is_wrong(tmp_path: Path) -> None:
     bad.write_bytes(b"\x05\x00\x00\x00\x00\x00\x00\x00{oops")
     with pytest.raises(ValueError, match="not a safetensors file"):
         read_safetensors(bad)
+    empty = tmp_path / "empty.safetensors"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"empty\.safetensors is not a safetensors file"):
+        read_safetensors(empty)
 
 
 @pytest.fixture

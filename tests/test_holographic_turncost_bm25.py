@@ -40,6 +40,7 @@ START = 1_700_000_000.0
 def top_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Which computation of the in-process top the test's indexes use."""
     monkeypatch.setattr(bm25, "ARRAYS", request.param != "python")
+    monkeypatch.setattr(bm25, "ARRAYS_IMPORT_TURNS", 0)  # numpy imported at any size
     if request.param == "numpy-falling-back":
         monkeypatch.setattr(bm25_arrays, "SPAN_PER_POSTING", -10**9)
     return str(request.param)
@@ -280,3 +281,4 @@ def test_a_word_in_too_many_turns_is_ranked_by_the_query(tmp_path: Path,
         index.add_turns(_turns(rng, 80))
         _same(index, path, rng)  # common words: the query; rare ones: in process
         assert "sqlite" not in index._cache.postings._terms
+

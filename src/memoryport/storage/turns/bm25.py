@@ -45,6 +45,7 @@ import json
 import math
 import re
 import sqlite3
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from itertools import compress, repeat
@@ -53,9 +54,9 @@ from typing import Any
 
 from memoryport.storage.turns import bm25_arrays
 
-__all__ = ["ARRAYS", "BLOCKS_MAX", "POSTINGS_MAX", "TERM_MAX", "TOKENIZER", "VOCABULARY_AFTER",
-           "VOCABULARY_MAX", "VOCABULARY_TURNS", "WORDS_MAX", "Postings", "first_varint", "tokens",
-           "varints"]
+__all__ = ["ARRAYS", "ARRAYS_IMPORT_TURNS", "BLOCKS_MAX", "POSTINGS_MAX", "TERM_MAX",
+           "TOKENIZER", "VOCABULARY_AFTER", "VOCABULARY_MAX", "VOCABULARY_TURNS", "WORDS_MAX",
+           "Postings", "first_varint", "tokens", "varints"]
 
 TOKENIZER = "porter unicode61"
 """The turn index's FTS5 tokenizer (``schema.m001_turns``)."""
@@ -79,13 +80,26 @@ BLOCKS_MAX = 200_000
 """How many session blocks' ids a cache remembers (cleared when past it)."""
 ARRAYS = bm25_arrays.AVAILABLE
 """Whether a cache created now keeps each term's postings as columns too and computes the
-top with numpy (:mod:`.bm25_arrays`; installed with the ``embeddings`` extra)."""
+top with numpy (:mod:`.bm25_arrays`; installed with the ``embeddings`` extra) once numpy
+is imported: by the model (the ``embeddings`` extra with its model), by the application,
+or here once the store holds more than :data:`ARRAYS_IMPORT_TURNS` turns."""
+ARRAYS_IMPORT_TURNS = 5_000
+"""Past this many stored turns a search imports numpy for the top if nothing has (about
+0.1 s and 12 MB once; at 20,000 turns it saves ~1.5 ms a search); below, it ranks with
+the Python loop until numpy is imported."""
 _COMPOUND = 100  # phrase queries per statement (SQLite allows 500 compound SELECTs)
 
 _ASCII_RUN = re.compile(r"[a-z0-9]+")  # unicode61's tokens of lower-cased ASCII text
 _K1 = 1.2  # fts5_aux.c's constants
 _B = 0.75
 _Group = dict[tuple[int, int], list[int]]  # (count in the turn, turn length) -> turn ids
+
+
+def _idf(rows: int, hits: int) -> float:
+    """A phrase's idf as ``fts5Bm25Function`` computes it: ``log((N - n + 0.5) / (n + 0.5))``
+    for ``n`` of ``N`` rows holding it, ``1e-6`` when not positive."""
+    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0.0 else 1e-6
 
 
 _tokenizer: sqlite3.Connection | None = None  # one in-memory FTS5 table per process
@@ -433,16 +447,13 @@ class Postings:
         if stats is None:  # no turn stored yet
             return []
         rows, avgdl = stats
-        idfs = []
-        for term, group in zip(terms, groups, strict=True):
-            hits = self._hits.get(term)
-            if hits is None:  # dropped after loading (bounds): count the kept groups
-                hits = sum(len(docs) for docs in group.values())
-            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-            idfs.append(idf if idf > 0.0 else 1e-6)
-        if columns is not None:
-            if self._np is None:
-                self._np = bm25_arrays.numpy()
+        hits = [self._hits.get(term) for term in terms]  # None: dropped (bounds): count
+        idfs = [_idf(rows, n if n is not None else sum(map(len, group.values())))
+                for n, group in zip(hits, groups, strict=True)]
+        if columns is not None and self._np is None and (
+                "numpy" in sys.modules or self.seen > ARRAYS_IMPORT_TURNS):
+            self._np = bm25_arrays.numpy()
+        if columns is not None and self._np is not None:
             found = bm25_arrays.top(self._np, columns, idfs, avgdl, depth, _K1, _B)
             if found is not None:
                 return found
@@ -483,14 +494,9 @@ class Postings:
             return {}
         rows, avgdl = stats
         helds = [self._in_blocks[term] for term in terms]
-        idfs = []
-        for held in helds:
-            idf = math.log((rows - len(held) + 0.5) / (len(held) + 0.5))
-            idfs.append(idf if idf > 0.0 else 1e-6)
+        idfs = [_idf(rows, len(held)) for held in helds]
         lengths, named = self._block_lengths, self._blocks
-        if self._columns is not None:  # numpy scores (imported by top(), which ran first)
-            if self._np is None:
-                self._np = bm25_arrays.numpy()
+        if self._columns is not None and self._np is not None:  # as top(), which ran first
             return {(named[block][1], named[block][2]): s for block, s in bm25_arrays.block_top(
                 self._np, helds, idfs, lengths, avgdl, depth, _K1, _B)}
         k1, b, k1_plus = _K1, _B, _K1 + 1.0

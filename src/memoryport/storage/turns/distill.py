@@ -53,7 +53,9 @@ def build(out: Path) -> Path:
     for name in _FILES:
         if (source / name).is_file():
             (out / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source / name, out / name)
+            part = (out / name).with_name(f".{(out / name).name}.part")
+            shutil.copyfile(source / name, part)
+            part.replace(out / name)  # a process using the old file keeps reading it whole
     try:
         from memoryport.storage.turns.encoder import MiniLM
     except ImportError as exc:

@@ -15,6 +15,8 @@ each batch is cut to :data:`BATCH_TOKENS` padded tokens.
 from __future__ import annotations
 
 import json
+import mmap
+import os
 import struct
 from array import array
 from collections.abc import Callable, Sequence
@@ -39,9 +41,14 @@ _SQRT_HALF = np.float32(0.7071067811865476)
 
 
 def read_safetensors(path: Path) -> dict[str, Any]:
-    """The tensors of a ``.safetensors`` file as numpy arrays (F32, F16, I64), by name.
-    ``ValueError`` names the file when it is not one."""
-    raw = path.read_bytes()
+    """The tensors of a ``.safetensors`` file as numpy arrays (F32, F16, I64), by name:
+    read-only views of the file mapped into memory (its pages are the page cache's, shared
+    and reclaimable, not a private copy). ``ValueError`` names the file when it is not
+    one."""
+    raw: bytes | mmap.mmap = b""
+    with path.open("rb") as handle:
+        if os.fstat(handle.fileno()).st_size:
+            raw = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         (size,) = struct.unpack("<Q", raw[:8])
         header = json.loads(raw[8:8 + size])

@@ -137,16 +137,19 @@ class QueryEncoder:
         self.np = np
         self.tokenizer = tokenizer
         self.offset = offset
-        rows = table.astype(np.float32)
-        self._mean = rows[offset:].mean(axis=0)
-        rows = rows - self._mean
-        norms = np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
-        rows /= norms
-        rank = np.maximum(np.arange(len(rows)) - offset + 1, 1)
-        weight = np.log1p(rank)[:, None]
-        self.table = (rows * weight).astype(np.float32)
-        self._unweight = (norms / weight).astype(np.float32)  # table row -> model row
-        self.dim = int(rows.shape[1])
+        size, self.dim = int(table.shape[0]), int(table.shape[1])
+        self._mean = np.asarray(table[offset:], dtype=np.float32).mean(axis=0)
+        self.table = np.empty((size, self.dim), dtype=np.float32)
+        self._unweight = np.empty((size, 1), dtype=np.float32)  # table row -> model row
+        for start in range(0, size, _BATCH):  # a block at a time: no whole-table temporaries
+            stop = min(size, start + _BATCH)
+            rows = np.asarray(table[start:stop], dtype=np.float32) - self._mean
+            norms = np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+            rows /= norms
+            rank = np.maximum(np.arange(start, stop) - offset + 1, 1)
+            weight = np.log1p(rank)[:, None]
+            self.table[start:stop] = rows * weight  # float64 products, stored as float32
+            self._unweight[start:stop] = norms / weight
         self.words = WordTokens(tokenizer)
         """The query's token ids, word by word from a cache (:mod:`.word_tokens`)."""
         self._maps: OrderedDict[str, tuple[Any, dict[int, Any]]] = OrderedDict()
@@ -328,6 +331,6 @@ def for_model_dir(model_dir: Path | None) -> QueryEncoder | None:
             tokenizer.no_padding()
             tokenizer.no_truncation()
             vocab = json.loads((model_dir / "tokenizer.json").read_text())["model"]["vocab"]
-            table = np.load(model_dir / TOKENS_FILE)
+            table = np.load(model_dir / TOKENS_FILE, mmap_mode="r")  # read a block at a time
             _LOADED[model_dir] = QueryEncoder(table, tokenizer, _word_offset(vocab))
         return _LOADED[model_dir]
