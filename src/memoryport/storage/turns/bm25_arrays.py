@@ -113,7 +113,14 @@ def top(np: Any, columns: list[Columns], idfs: list[float], avgdl: float, depth:
     # Python loop and fts5_aux.c compute it (the first and the b * length are kept).
     scores = np.bincount(at, weights=idf * (freq_k1 / (freq + k1 * (1 - b + length_b / avgdl))),
                          minlength=span)
-    ids = np.flatnonzero(scores)  # every held turn's score is positive (idf >= 1e-6)
+    return _best(np, scores, lo, depth)
+
+
+def _best(np: Any, scores: Any, lo: int, depth: int) -> list[tuple[int, float]]:
+    """``(lo + index, score)`` of the ``depth`` best of the positive ``scores`` (the
+    others are held by no posting: every held score is positive, idf >= 1e-6), best
+    first, ties to the smaller index, as the Python loops cut and order them."""
+    ids = np.flatnonzero(scores)
     found = scores[ids]
     if len(ids) > depth:
         floor = np.partition(found, len(ids) - depth)[len(ids) - depth]
@@ -144,11 +151,4 @@ def block_top(np: Any, held: list[dict[int, int]], idfs: list[float],
     lo = int(ids.min())
     scores = np.bincount(ids - lo, minlength=int(ids.max()) - lo + 1, weights=idf * (
         (freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl))))
-    found_ids = np.flatnonzero(scores)  # every held block's score is positive
-    found = scores[found_ids]
-    if len(found_ids) > depth:
-        floor = np.partition(found, len(found_ids) - depth)[len(found_ids) - depth]
-        keep = found >= floor
-        found_ids, found = found_ids[keep], found[keep]
-    order = np.lexsort((found_ids, -found))[:depth]
-    return list(zip((found_ids[order] + lo).tolist(), found[order].tolist(), strict=True))
+    return _best(np, scores, lo, depth)
