@@ -277,3 +277,79 @@ def test_the_expansion_vector_adds_the_querys_own_words(model_dir: Path) -> None
     assert np.asarray(bob) == pytest.approx(expected(encoder.word_vector("hiking")), abs=1e-5)
     # only stopwords and short words: the query's own vector
     assert expand.query_vector(query, "what did a", "=ann", vocabulary, encoder) is query
+
+
+def _holographic(home: Path, **section: object) -> Any:
+    """A ``holographic`` provider opened on ``home`` with ``section`` as its settings."""
+    import yaml
+
+    from memoryport.providers.holographic import HolographicProvider
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(yaml.safe_dump({"holographic": dict(section)}))
+    provider = HolographicProvider()
+    provider.initialize("s1", home=str(home))
+    return provider
+
+
+@pytest.mark.parametrize("choice", ["table", "model"])
+def test_the_query_vectors_setting_chooses_how_queries_are_embedded(
+        model_dir: Path, tmp_path: Path, choice: str) -> None:
+    """``holographic.query_vectors``: ``table`` (the default) gives a query the token
+    table's fitted vector, ``model`` the model's own vector of the query, through the
+    provider a user configures; ``memoryport status`` says which."""
+    from memoryport.admin.facts import status_details
+
+    home = tmp_path / "home"
+    provider = _holographic(home, query_vectors=choice)
+    try:
+        assert provider.settings.query_vectors == choice
+        provider.sync_turn("we went hiking in the park", "sounds great", session_id="s1",
+                           speaker="Bob", timestamp=1.7e9, source_id="D1:0")
+        assert provider.turns is not None and provider.turns.flush_vectors(60)
+        dense = provider.turns._vectors
+        assert dense is not None
+        vec = np.asarray(dense.query_vector("did bob buy a car"))
+        model = np.asarray(MiniLM(model_dir).embed(["did bob buy a car"])[0])
+        if choice == "model":
+            assert dense.encoder is None
+            assert vec == pytest.approx(model, abs=1e-5)
+        else:
+            assert dense.encoder is not None
+            assert vec == pytest.approx(np.asarray(dense.encoder.vector("did bob buy a car",
+                                                                         "")), abs=1e-6)
+            assert _cos(vec, model) < 0.999  # not the model's vector
+        assert [h.source_id for h in provider.recall_items("hiking in the park")[1]][:1] \
+            == ["D1:0"]
+    finally:
+        provider.shutdown()
+    said = status_details(home)["query_vectors"]
+    assert ("query_vectors: model" in said) == (choice == "model")
+
+
+def test_a_bad_query_vectors_value_names_the_key_and_the_choices(tmp_path: Path) -> None:
+    from memoryport.errors import ConfigError
+    from memoryport.providers.holographic.settings import Settings
+
+    with pytest.raises(ConfigError, match="query_vectors") as caught:
+        Settings.from_section({"query_vectors": "fast"})
+    assert "table" in str(caught.value) and "model" in str(caught.value)
+    with pytest.raises(ValueError, match="query_vectors must be one of table, model"):
+        TurnIndex(tmp_path / "bad.db", query_vectors="fast")
+    assert not (tmp_path / "bad.db").exists()  # refused before the file is created
+
+
+@pytest.mark.postgres
+def test_postgres_follows_the_query_vectors_choice(model_dir: Path,
+                                                   plain_server: pgserver.PgServer,  # noqa: F811
+                                                   ) -> None:
+    from memoryport.storage.turns.postgres import PostgresTurnIndex
+
+    schema = pgserver.fresh_schema("qv")
+    try:
+        with PostgresTurnIndex(plain_server.uri, schema=schema, query_vectors="model") as pg:
+            assert pg.embedder is not None and pg._encoder is None
+        with PostgresTurnIndex(plain_server.uri, schema=schema) as pg:
+            assert pg._encoder is not None
+    finally:
+        pgserver.drop_schema(plain_server.uri, schema)

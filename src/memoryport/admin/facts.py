@@ -125,11 +125,14 @@ def status_details(home: Path, user_id: str | None = None) -> dict[str, Any]:
         "embeddings": f"installed; model {vectors.status()}" if embeddings_present() else
         "not installed (pip install 'memoryport[embeddings]'; recall works without it)",
     }
+    config = load_config(home)
     if embeddings_present() and vectors.status() == "ready":
-        details["query_vectors"] = query_encoder.describe(vectors.default_model_dir())
-    if load_config(home).storage.backend == "sqlite" and not path.is_file():
+        choice = config.provider_section("holographic").get("query_vectors")
+        details["query_vectors"] = query_encoder.describe(
+            vectors.default_model_dir(), choice if choice in query_encoder.CHOICES else "table")
+    if config.storage.backend == "sqlite" and not path.is_file():
         return details
-    if load_config(home).storage.backend != "sqlite":
+    if config.storage.backend != "sqlite":
         details["database"] = f"PostgreSQL schema {schema_for(profile_name(home))}"
     with _open_stores(home, user_id) as (store, turns):
         details["facts"] = store.count()

@@ -120,6 +120,7 @@ class HolographicProvider(MemoryProvider):
             context.home / DB_NAME, backend=config.storage.backend, dsn=config.storage.dsn,
             profile=profile_name(context.home), user_id=context.user_id or None,
             default_trust=self.settings.default_trust, min_trust=self.settings.min_trust,
+            query_vectors=self.settings.query_vectors,
         )
 
     def get_tool_schemas(self) -> list[ToolSchema]:

@@ -44,11 +44,13 @@ def open_stores(
     user_id: str | None = None,
     default_trust: float = 0.5,
     min_trust: float = 0.3,
+    query_vectors: str = "table",
 ) -> tuple[FactStore, TurnIndex]:
     """The fact store (scoped to ``user_id``) and the turn index of one home.
 
     ``path`` is the SQLite file (used when ``backend`` is ``sqlite``); ``ConfigError``
     names what to fix for an unknown backend or ``postgres`` without a DSN.
+    ``query_vectors`` is the turn index's (:class:`~memoryport.storage.turns.TurnIndex`).
     """
     if backend not in BACKENDS:
         raise ConfigError(f"storage.backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -56,7 +58,7 @@ def open_stores(
         store = FactStore(path, user_id=user_id, default_trust=default_trust,
                           min_trust=min_trust)
         try:
-            return store, TurnIndex(path)
+            return store, TurnIndex(path, query_vectors=query_vectors)
         except BaseException:
             store.close()
             raise
@@ -77,7 +79,7 @@ def open_stores(
     pg_store = PostgresFactStore(dsn, user_id=user_id, schema=schema,
                                  default_trust=default_trust, min_trust=min_trust)
     try:
-        return pg_store, PostgresTurnIndex(dsn, schema=schema)
+        return pg_store, PostgresTurnIndex(dsn, schema=schema, query_vectors=query_vectors)
     except BaseException:
         pg_store.close()
         raise

@@ -25,7 +25,7 @@ from memoryport.storage.sessions.temporal import (
 )
 from memoryport.storage.sqlite_wal import enable_wal
 from memoryport.storage.timeexpr import has_time_words
-from memoryport.storage.turns import expand, rank, schema, vectors
+from memoryport.storage.turns import expand, query_encoder, rank, schema, vectors
 from memoryport.storage.turns.candidates import candidate_rows
 from memoryport.storage.turns.order import best
 from memoryport.storage.turns.rank import (
@@ -148,13 +148,18 @@ class TurnIndex:
         weights: Weights | None = None,
         embedder: vectors.Embedder | None = None,
         dense: bool = True,
+        query_vectors: str = "table",
     ) -> None:
         """Open (creating and migrating) the index at ``path``.
 
         ``embedder`` gives each turn a dense vector; when it is ``None`` and ``dense`` is
         true, the installed model of the ``embeddings`` extra is used if there is one
         (:func:`vectors.load_default`); ``dense=False`` ranks without vectors.
+        ``query_vectors`` (:data:`.query_encoder.CHOICES`): ``table`` gives queries their
+        vectors from the model's token table when it is built, ``model`` runs the model
+        on each query.
         """
+        self.query_vectors = query_encoder.check_choice(query_vectors)
         self.path = Path(path)
         self.embedder = embedder if embedder is not None or not dense else vectors.load_default()
         self.weights = weights or (DENSE_WEIGHTS if self.embedder is not None else Weights())
@@ -181,7 +186,8 @@ class TurnIndex:
             self._conn.close()
             raise
         self._vectors = (vectors.DenseIndex(self._writer, self._write_lock, self.embedder,
-                                            reader=(self._conn, self._lock))
+                                            reader=(self._conn, self._lock),
+                                            query_vectors=query_vectors)
                          if self.embedder is not None else None)
         if self._vectors is not None and not in_memory:
             self._vectors.notify()  # back-fill turns left without a vector (crash, model)

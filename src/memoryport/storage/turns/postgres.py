@@ -91,11 +91,13 @@ class PostgresTurnIndex(base.TurnIndex):
         weights: Weights | None = None,
         embedder: vectors.Embedder | None = None,
         dense: bool = True,
+        query_vectors: str = "table",
     ) -> None:
         # The SQLite index's own set-up, on a throwaway in-memory database: every
         # attribute its ranking code keeps (weights, embedder, lock, caches) exists here
         # too, whatever that code adds later. Its connection is closed at once.
-        super().__init__(Path(":memory:"), weights=weights, embedder=embedder, dense=dense)
+        super().__init__(Path(":memory:"), weights=weights, embedder=embedder, dense=dense,
+                         query_vectors=query_vectors)
         self._conn.close()
         if self._vectors is not None:  # the SQLite index's vector cache and writer: here
             self._vectors.stop()       # .postgres_vectors writes and holds them
@@ -121,7 +123,7 @@ class PostgresTurnIndex(base.TurnIndex):
             if self.embedder is not None:
                 self._vector_writer = VectorWriter(self)
                 self._encoder = query_encoder.for_model_dir(
-                    getattr(self.embedder, "model_dir", None))
+                    getattr(self.embedder, "model_dir", None), query_vectors)
         except (psycopg.Error, StoreError) as exc:
             self._link.close()
             raise StoreError(f"cannot open the turn index on {self.path}: {exc}") from exc

@@ -46,6 +46,7 @@ from typing import Any
 from memoryport.storage.turns.word_tokens import WordTokens
 
 __all__ = [
+    "CHOICES",
     "CHOICE_ENV",
     "FIT_FIRST",
     "FIT_GROWTH",
@@ -57,15 +58,22 @@ __all__ = [
     "FitSchedule",
     "QueryEncoder",
     "build_tokens",
+    "check_choice",
     "checkpoint",
     "describe",
     "fit_window",
     "for_model_dir",
 ]
 
+CHOICES = ("table", "model")
+"""How a search gets its query's vector when the model is installed (the ``holographic``
+setting ``query_vectors``): ``table``, the token table fitted to the scope's turns (the
+model never runs on the turn's path; LoCoMo dev R@5 / R@10 0.728 / 0.812, multi-hop and
+open-domain R@10 0.494 / 0.499), or ``model``, MiniLM on each query (0.743 / 0.812,
+0.506 / 0.510, at 10-16 ms a query on a 2-core CPU)."""
 CHOICE_ENV = "MEMORYPORT_QUERY_VECTORS"
-"""Set to ``model`` to embed queries with the model even when the token table is built
-(LoCoMo dev R@5 / R@10 0.743 / 0.812 instead of 0.728 / 0.812, at 10-16 ms a query)."""
+"""Set to ``model`` to embed queries with the model whatever :data:`CHOICES` the caller
+asked for (a process-wide switch, for benchmarks)."""
 TOKENS_FILE = "static_tokens.npy"
 """The token table's file in the model directory (float32, one row per vocabulary id)."""
 RIDGE = 1.0
@@ -235,11 +243,14 @@ class QueryEncoder:
         return array("f", np.asarray(x, dtype=np.float32).tobytes())
 
 
-def describe(model_dir: Path) -> str:
-    """How queries get their vectors with the model in ``model_dir`` (for ``memoryport
-    status``)."""
+def describe(model_dir: Path, choice: str = "table") -> str:
+    """How queries get their vectors with the model in ``model_dir`` and the
+    ``query_vectors`` setting ``choice`` (for ``memoryport status``)."""
     if os.environ.get(CHOICE_ENV, "").strip().lower() == "model":
         return f"embedded by the model (${CHOICE_ENV}=model)"
+    if check_choice(choice) == "model":
+        return ("embedded by the model (holographic.query_vectors: model; 10-16 ms a "
+                "query)")
     if not (model_dir / TOKENS_FILE).is_file():
         return ("embedded by the model (10-16 ms a query); build the token table with "
                 "`python -m memoryport.storage.turns.distill` to keep the model off the "
@@ -314,11 +325,24 @@ _LOADED: dict[Path, QueryEncoder | None] = {}
 _LOAD_LOCK = threading.Lock()
 
 
-def for_model_dir(model_dir: Path | None) -> QueryEncoder | None:
+def check_choice(choice: str) -> str:
+    """``choice`` when it is one of :data:`CHOICES`; else ``ValueError`` naming them."""
+    if choice not in CHOICES:
+        raise ValueError(f"query_vectors must be one of {', '.join(CHOICES)}, got {choice!r}")
+    return choice
+
+
+def _model_chosen(choice: str) -> bool:
+    """Whether queries are embedded by the model: ``choice`` is ``model`` or
+    ``$MEMORYPORT_QUERY_VECTORS`` says ``model``."""
+    return choice == "model" or os.environ.get(CHOICE_ENV, "").strip().lower() == "model"
+
+
+def for_model_dir(model_dir: Path | None, choice: str = "table") -> QueryEncoder | None:
     """The query encoder of the model in ``model_dir`` (loaded once per process), or
-    ``None`` when its token table is not built or ``$MEMORYPORT_QUERY_VECTORS`` is
-    ``model`` (queries are then embedded by the model)."""
-    if os.environ.get(CHOICE_ENV, "").strip().lower() == "model":
+    ``None`` when its token table is not built, ``choice`` is ``model`` or
+    ``$MEMORYPORT_QUERY_VECTORS`` is ``model`` (queries are then embedded by the model)."""
+    if _model_chosen(check_choice(choice)):
         return None
     if model_dir is None or not (model_dir / TOKENS_FILE).is_file():
         return None

@@ -201,7 +201,8 @@ class DenseIndex(WriterThread):
 
     def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, embedder: Embedder,
                  *, reader: tuple[sqlite3.Connection, threading.Lock] | None = None,
-                 text_of: Callable[[str, str], str] = turn_text) -> None:
+                 text_of: Callable[[str, str], str] = turn_text,
+                 query_vectors: str = "table") -> None:
         self.conn, self.lock, self.embedder, self.text_of = conn, lock, embedder, text_of
         self.reader, self.read_lock = reader or (conn, lock)
         self.np: Any = (importlib.import_module("numpy")
@@ -218,10 +219,12 @@ class DenseIndex(WriterThread):
         self.queries = QueryVectors(embedder.embed, query_text)
         """The searches' query vectors by the model (:mod:`.query_vectors`), used when
         the model has no query encoder."""
-        self.encoder = (query_encoder.for_model_dir(getattr(embedder, "model_dir", None))
+        self.encoder = (query_encoder.for_model_dir(getattr(embedder, "model_dir", None),
+                                                    query_vectors)
                         if self.np is not None else None)
         """The query encoder (:mod:`.query_encoder`) when the model's token table is
-        built: queries are then never run through the model."""
+        built and ``query_vectors`` is ``table``: queries are then never run through the
+        model."""
         self._local = threading.local()  # the scope of this thread's search
         self._blobs = VectorCache()  # stored vectors read for cosines
         self._fits = query_encoder.FitSchedule()  # the encoder's maps due
