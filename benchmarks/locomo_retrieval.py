@@ -198,6 +198,7 @@ def run(backend: str, data_path: Path) -> dict[str, Any]:
         from memoryport.storage.turns import vectors
 
         report["embeddings"] = vectors.status()
+        report["query_vectors"] = _holo.QUERY_VECTORS
     if ingest:
         report["ingest_ms_per_turn"] = _holo.percentiles(ingest)
     report["cat1-4"] = _aggregate([r for c in (1, 2, 3, 4) for r in per_cat.get(c, [])])
@@ -280,7 +281,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="holographic: where its stores live (postgres: SQLite beside it)")
     parser.add_argument("--dsn", default="", help="--storage postgres: this server "
                         "(default: start the distribution's PostgreSQL for the run)")
+    parser.add_argument("--query-vectors", choices=("table", "model"), default="table",
+                        help="holographic: its query_vectors setting (model: MiniLM embeds "
+                        "each question)")
     args = parser.parse_args(argv)
+    _holo.QUERY_VECTORS = args.query_vectors
     if not args.data.is_file():
         parser.error(
             f"LoCoMo data file not found: {args.data}. Pass --data PATH or set "
