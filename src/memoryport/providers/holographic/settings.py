@@ -14,7 +14,8 @@ from memoryport.storage.turns import query_encoder
 if TYPE_CHECKING:
     from memoryport.providers.holographic.llm_extract import LLMConfig
 
-__all__ = ["CONFIG_SCHEMA", "EXTRACTORS", "MODES", "QUERY_VECTORS", "Settings"]
+__all__ = ["CONFIG_SCHEMA", "EXTRACTORS", "MODES", "QUERY_VECTORS", "QUERY_VECTORS_DEFAULT",
+           "Settings"]
 
 EXTRACTORS = ("rules", "llm")
 """``rules``: the deterministic reader only; ``llm``: the rules plus an OpenAI-compatible
@@ -23,6 +24,9 @@ model at compression and session end (the rules' facts are kept when the model f
 QUERY_VECTORS = query_encoder.CHOICES
 """``table``: a query's vector from the model's token table fitted to the user's turns
 (the model never runs on the turn's path); ``model``: MiniLM embeds each query."""
+QUERY_VECTORS_DEFAULT = "table"
+"""The ``query_vectors`` of a home that does not set it: the turn's cost (~2 ms against
+10-16 ms with ``model``) over the last points of recall (docs/holographic.md)."""
 
 MODES = ("hybrid", "context", "tools")
 """``hybrid``: recall injected and tools; ``context``: recall only; ``tools``: tools only."""
@@ -42,7 +46,7 @@ CONFIG_SCHEMA: list[ConfigField] = [
     {"key": "query_vectors", "description": "With the embeddings model: table (query"
      " vectors from its token table, ~2 ms a turn) or model (MiniLM on each query: better"
      " multi-hop and open-domain recall, 10-16 ms a turn).", "type": "text",
-     "default": "table", "choices": list(QUERY_VECTORS)},
+     "default": QUERY_VECTORS_DEFAULT, "choices": list(QUERY_VECTORS)},
     {"key": "auto_extract", "description": "Extract durable facts from turns, compression"
      " and session end.", "type": "boolean", "default": True},
     {"key": "default_trust", "description": "Trust of a new fact (0-1).", "type": "number",
@@ -75,7 +79,7 @@ class Settings:
     recall_facts: int = 6
     recall_turns: int = 6
     recall_floor: float = 0.0
-    query_vectors: str = "table"
+    query_vectors: str = QUERY_VECTORS_DEFAULT
     auto_extract: bool = True
     default_trust: float = 0.5
     min_trust: float = 0.3
