@@ -24,8 +24,9 @@ HALVES = ((0, 1, 2, 3), (4, 5, 6))
 """Conversation indexes of the two folds."""
 STORAGE_DSN = ""
 """``--storage postgres``: the database the provider's stores use (empty: SQLite files)."""
-QUERY_VECTORS = "table"
-"""``--query-vectors``: the provider's ``query_vectors`` setting (``table`` or ``model``)."""
+QUERY_VECTORS = ""
+"""``--query-vectors``: the provider's ``query_vectors`` setting (``table`` or ``model``;
+empty: not set, the provider's default)."""
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -41,8 +42,9 @@ class HolographicIndex:
     def __init__(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="locomo-holo-")
         home = Path(self._tmp.name)
-        config = f"holographic:\n  recall_turns: 10\n  query_vectors: {QUERY_VECTORS}\n"
-        user = ""
+        config, user = "holographic:\n  recall_turns: 10\n", ""
+        if QUERY_VECTORS:
+            config += f"  query_vectors: {QUERY_VECTORS}\n"
         if STORAGE_DSN:  # --storage postgres: one user (BM25 scope) per conversation
             config += f"storage:\n  backend: postgres\n  dsn: {json.dumps(STORAGE_DSN)}\n"
             user = uuid.uuid4().hex

@@ -198,7 +198,9 @@ def run(backend: str, data_path: Path) -> dict[str, Any]:
         from memoryport.storage.turns import vectors
 
         report["embeddings"] = vectors.status()
-        report["query_vectors"] = _holo.QUERY_VECTORS
+        from memoryport.providers.holographic.settings import QUERY_VECTORS_DEFAULT
+
+        report["query_vectors"] = _holo.QUERY_VECTORS or QUERY_VECTORS_DEFAULT
     if ingest:
         report["ingest_ms_per_turn"] = _holo.percentiles(ingest)
     report["cat1-4"] = _aggregate([r for c in (1, 2, 3, 4) for r in per_cat.get(c, [])])
@@ -281,9 +283,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="holographic: where its stores live (postgres: SQLite beside it)")
     parser.add_argument("--dsn", default="", help="--storage postgres: this server "
                         "(default: start the distribution's PostgreSQL for the run)")
-    parser.add_argument("--query-vectors", choices=("table", "model"), default="table",
+    parser.add_argument("--query-vectors", choices=("table", "model"), default="",
                         help="holographic: its query_vectors setting (model: MiniLM embeds "
-                        "each question)")
+                        "each question; default: the provider's default)")
     args = parser.parse_args(argv)
     _holo.QUERY_VECTORS = args.query_vectors
     if not args.data.is_file():

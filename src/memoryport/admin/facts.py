@@ -14,6 +14,7 @@ from typing import Any
 from memoryport.config import load_config, profile_name
 from memoryport.errors import StoreError
 from memoryport.providers.holographic import DB_NAME
+from memoryport.providers.holographic.settings import QUERY_VECTORS_DEFAULT
 from memoryport.storage.facts.postgres_open import open_stores, schema_for
 from memoryport.storage.facts.records import Fact, as_of_time
 from memoryport.storage.facts.store import FactStore
@@ -129,7 +130,8 @@ def status_details(home: Path, user_id: str | None = None) -> dict[str, Any]:
     if embeddings_present() and vectors.status() == "ready":
         choice = config.provider_section("holographic").get("query_vectors")
         details["query_vectors"] = query_encoder.describe(
-            vectors.default_model_dir(), choice if choice in query_encoder.CHOICES else "table")
+            vectors.default_model_dir(),
+            choice if choice in query_encoder.CHOICES else QUERY_VECTORS_DEFAULT)
     if config.storage.backend == "sqlite" and not path.is_file():
         return details
     if config.storage.backend != "sqlite":
